@@ -1,0 +1,59 @@
+"""What a benchmark hands to scoring: items of images x captions, grouped for the metrics."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from ..errors import UnbagError
+
+ImageRef = "str | np.ndarray"  # a file path, or pixels [H, W, 3] uint8 held in memory
+
+
+@dataclass
+class Item:
+    """One test item: images x captions; caption i belongs to image i (for 2x2 items)."""
+    id: str
+    images: list  # list[ImageRef]
+    captions: list[str]
+    group: dict[str, str]  # e.g. {"split": "ood", "category": "color"}
+    meta: dict = field(default_factory=dict)  # segments, objects, held-out combos...
+    source: str | None = None  # "file:line" the item came from, for error messages
+
+
+@dataclass
+class Benchmark:
+    """A named list of items; `image_size` is the side every image must have, if fixed."""
+    name: str
+    spec: str
+    items: list[Item]
+    info: dict = field(default_factory=dict)
+    image_size: int | None = None
+
+
+def image_key(ref) -> str:
+    """Identity of an image for deduplication: its path, or a hash of its pixels."""
+    if isinstance(ref, np.ndarray):
+        return "sha1:" + hashlib.sha1(np.ascontiguousarray(ref).tobytes()).hexdigest()
+    return str(Path(ref))
+
+
+def load_image(ref, where: str, expect_side: int | None = None) -> Image.Image:
+    """Open an image reference as RGB, with an error that says which item and field is at fault."""
+    if isinstance(ref, np.ndarray):
+        img = Image.fromarray(ref)
+    else:
+        try:
+            with Image.open(ref) as f:
+                img = f.convert("RGB")
+        except FileNotFoundError:
+            raise UnbagError(f"{where}: image file not found: {ref}") from None
+        except (UnidentifiedImageError, OSError, SyntaxError) as e:
+            raise UnbagError(f"{where}: cannot read image {ref}: {e}") from None
+    if expect_side is not None and img.size != (expect_side, expect_side):
+        raise UnbagError(f"{where}: image {ref if isinstance(ref, str) else '(in memory)'} is "
+                         f"{img.size[0]}x{img.size[1]}, the benchmark says {expect_side}x{expect_side}")
+    return img

@@ -1,0 +1,95 @@
+"""The built-in `ctrl` benchmark: generated in memory (`ctrl`) or read from disk (`ctrl:DIR`)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import UnbagError, where
+from ..world.io import FORMAT, VERSION, generate, item_record
+from ..world.render import render
+from ..world.swap import CATEGORIES, SPLITS
+from .base import Benchmark, Item
+
+DEFAULT_PER_CATEGORY = 400
+
+
+def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64) -> Benchmark:
+    """The ctrl benchmark rendered in memory (identical pixels to `unbag world build`)."""
+    items = []
+    for sw in generate(seed, per_category):
+        rec = item_record(sw, px, [])
+        items.append(Item(id=sw.id, images=[render(s, px) for s in sw.scenes], captions=sw.captions,
+                          group={"split": sw.split, "category": sw.category},
+                          meta={k: rec[k] for k in ("segments", "objects", "held_out")}))
+    return Benchmark("ctrl", "ctrl", items, image_size=px,
+                     info={"seed": seed, "per_category": per_category, "size": px, "source": "generated"})
+
+
+def _require(rec: dict, key: str, kind, loc: tuple) -> object:
+    if key not in rec:
+        raise UnbagError(f"{where(*loc, key)} is missing")
+    val = rec[key]
+    if not isinstance(val, kind):
+        raise UnbagError(f"{where(*loc, key)} should be {getattr(kind, '__name__', kind)}, "
+                         f"got {type(val).__name__}")
+    return val
+
+
+def load(root: str | Path) -> Benchmark:
+    """Read and validate a ctrl benchmark directory written by `unbag world build`."""
+    root = Path(root)
+    meta_path, items_path = root / "meta.json", root / "items.jsonl"
+    if not root.is_dir():
+        raise UnbagError(f"{root}: benchmark directory not found")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise UnbagError(f"{meta_path}: missing (not a ctrl benchmark directory?)") from None
+    except json.JSONDecodeError as e:
+        raise UnbagError(f"{meta_path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise UnbagError(f"{meta_path}: field 'format'/'version' is {meta.get('format')!r}/"
+                         f"{meta.get('version')!r}, expected {FORMAT!r}/{VERSION}")
+    side = meta.get("size")
+    if not isinstance(side, int):
+        raise UnbagError(f"{where(meta_path, None, 'size')} should be an integer")
+    if not items_path.is_file():
+        raise UnbagError(f"{items_path}: missing")
+    items, seen = [], set()
+    for n, line in enumerate(items_path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UnbagError(f"{items_path}:{n}: invalid JSON at column {e.colno}: {e.msg}") from None
+        loc = (items_path, n)
+        if not isinstance(rec, dict):
+            raise UnbagError(f"{items_path}:{n}: expected a JSON object")
+        item_id = _require(rec, "id", str, loc)
+        if item_id in seen:
+            raise UnbagError(f"{where(*loc, 'id')}: duplicate id {item_id!r}")
+        seen.add(item_id)
+        split = _require(rec, "split", str, loc)
+        if split not in SPLITS:
+            raise UnbagError(f"{where(*loc, 'split')}: unknown split {split!r} (expected {', '.join(SPLITS)})")
+        category = _require(rec, "category", str, loc)
+        if category not in CATEGORIES:
+            raise UnbagError(f"{where(*loc, 'category')}: unknown category {category!r} "
+                             f"(expected one of {', '.join(CATEGORIES)})")
+        images = _require(rec, "images", list, loc)
+        captions = _require(rec, "captions", list, loc)
+        for key, vals in (("images", images), ("captions", captions)):
+            if len(vals) != 2 or not all(isinstance(v, str) and v for v in vals):
+                raise UnbagError(f"{where(*loc, key)} should be a list of 2 non-empty strings")
+        for k, rel in enumerate(images):
+            if not (root / rel).is_file():
+                raise UnbagError(f"{where(*loc, f'images[{k}]')}: image file not found: {root / rel}")
+        items.append(Item(id=item_id, images=[str(root / p) for p in images], captions=captions,
+                          group={"split": split, "category": category},
+                          meta={k: rec.get(k) for k in ("segments", "objects", "held_out")},
+                          source=f"{items_path}:{n}"))
+    if not items:
+        raise UnbagError(f"{items_path}: no items")
+    return Benchmark("ctrl", f"ctrl:{root}", items, image_size=side,
+                     info={k: meta.get(k) for k in ("seed", "per_category", "size")} | {"source": str(root)})

@@ -1,0 +1,134 @@
+"""The `unbag` command line."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .errors import UnbagError
+
+
+def _train(a: argparse.Namespace) -> None:
+    from .train.engine import TrainConfig, Trainer
+
+    cfg = TrainConfig(method=a.method, model=a.model, data=a.data, steps=a.steps,
+                      batch_size=a.batch_size, lr=a.lr, warmup=a.warmup, weight_decay=a.weight_decay,
+                      grad_clip=a.grad_clip, seed=a.seed, workers=a.workers, compile=a.compile,
+                      threads=a.threads, ckpt_every=a.ckpt_every, log_every=a.log_every,
+                      device=a.device)
+    out = Trainer(cfg, a.out).fit(resume=a.resume, progress=not a.quiet)
+    print(f"model written to {out}")
+
+
+def _world_build(a: argparse.Namespace) -> None:
+    from .world.io import build
+
+    out = build(a.out, seed=a.seed, per_category=a.per_category, px=a.size,
+                categories=a.categories.split(",") if a.categories else None, progress=not a.quiet)
+    print(f"benchmark written to {out}")
+
+
+def _world_show(a: argparse.Namespace) -> None:
+    from .world.sheet import contact_sheet
+
+    out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed)
+    print(f"contact sheet written to {out}")
+
+
+def _eval(a: argparse.Namespace) -> None:
+    from .evaluate import evaluate
+
+    evaluate(model=a.model, bench=a.bench, protocol=a.protocol, out=a.out, batch_size=a.batch_size,
+             device=a.device, seed=a.seed, progress=not a.quiet)
+
+
+def _demo(a: argparse.Namespace) -> None:
+    from .evaluate import evaluate
+
+    evaluate(model="builtin", bench="ctrl", protocol="global",
+             out=os.path.join(a.out, "results.json"), progress=not a.quiet)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="unbag", description="Measure and improve binding in dual encoders.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    d = sub.add_parser("demo", help="evaluate the built-in model on the built-in benchmark")
+    d.add_argument("--out", default="unbag-demo", help="folder for results (default: unbag-demo)")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(fn=_demo)
+
+    w = sub.add_parser("world", help="the controlled world").add_subparsers(dest="world_cmd", required=True)
+    b = w.add_parser("build", help="write a ctrl benchmark to disk")
+    b.add_argument("--out", required=True)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--per-category", type=int, default=400, help="items per category and split")
+    b.add_argument("--size", type=int, default=64, help="image side in pixels")
+    b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
+    b.add_argument("--quiet", action="store_true")
+    b.set_defaults(fn=_world_build)
+    s = w.add_parser("show", help="draw a labelled contact sheet of SWAP items")
+    s.add_argument("--out", required=True, help="PNG file")
+    s.add_argument("--bench", default="ctrl", help="ctrl or ctrl:DIR")
+    s.add_argument("--n", type=int, default=2, help="items per category and split")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(fn=_world_show)
+
+    t = sub.add_parser("train", help="train or fine-tune a model")
+    t.add_argument("--method", default="clip")
+    t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
+    t.add_argument("--data", default="world")
+    t.add_argument("--steps", type=int, default=1000)
+    t.add_argument("--out", required=True)
+    t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")
+    t.add_argument("--batch-size", type=int, default=128)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--warmup", type=int, default=50)
+    t.add_argument("--weight-decay", type=float, default=0.1)
+    t.add_argument("--grad-clip", type=float, default=1.0)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--workers", type=int, default=1, help="data loader processes")
+    t.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    t.add_argument("--compile", action="store_true", help="torch.compile the loss step")
+    t.add_argument("--ckpt-every", type=int, default=200)
+    t.add_argument("--log-every", type=int, default=10)
+    t.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(fn=_train)
+
+    e = sub.add_parser("eval", help="score a model on a benchmark")
+    e.add_argument("--model", default="builtin")
+    e.add_argument("--bench", default="ctrl", help="ctrl (generated) or ctrl:DIR (built with `world build`)")
+    e.add_argument("--protocol", default="global")
+    e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
+    e.add_argument("--batch-size", type=int, default=256)
+    e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")
+    e.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(fn=_eval)
+    return p
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except UnbagError as e:
+        print(f"unbag: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("unbag: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

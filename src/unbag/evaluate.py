@@ -1,0 +1,61 @@
+"""`unbag eval`: model x benchmark x protocol -> score tensor -> metrics -> results files."""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from . import benchmarks, metrics, models, scoring
+from .reports.table import print_results
+from .utils import atomic_write, versions, write_json
+
+
+def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
+    out = []
+    for n, it in enumerate(bench.items):
+        rec = {"id": it.id, **it.group, "scores": [[round(float(v), 6) for v in row] for row in scores[n]]}
+        rec.update({m: float(per_item[m][n]) for m in metrics.METRICS})
+        rec["ties"] = [m for m in metrics.METRICS if bool(per_item[f"tie/{m}"][n])]
+        out.append(rec)
+    return out
+
+
+def evaluate(model: str, bench: str, protocol: str = "global", out: str | None = None,
+             batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
+             show: bool = True) -> dict:
+    """Run one evaluation; print the table and, with `out`, write results JSON + per-item JSONL."""
+    t0 = time.perf_counter()
+    score_fn = scoring.get(protocol)
+    b = benchmarks.load(bench, seed=seed)
+    t1 = time.perf_counter()
+    backend = models.load(model, device=device)
+    t2 = time.perf_counter()
+    scores = score_fn(backend, b, batch_size=batch_size, progress=progress)
+    t3 = time.perf_counter()
+    per_item = metrics.winoground(scores)
+    flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
+    res = {
+        "model": model, "protocol": protocol,
+        "benchmark": {"name": b.name, "spec": bench, **b.info},
+        "metrics": flat, "ties": ties, "counts": counts, "n_items": len(b.items),
+        "seed": seed,
+        "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol},
+        "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
+                    "metrics_s": time.perf_counter() - t3},
+        "versions": versions(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if out:
+        out_path = Path(out)
+        items_path = out_path.with_suffix(".items.jsonl")
+        res["per_item"] = items_path.name
+        atomic_write(items_path, "".join(json.dumps(r) + "\n" for r in per_item_records(b, scores, per_item)))
+        write_json(out_path, res)
+    if show:
+        print_results(res)
+        if out:
+            print(f"results written to {out}")
+    return res

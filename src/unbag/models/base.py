@@ -1,0 +1,73 @@
+"""The backend contract every model implements: global and joint-space token features."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import torch
+from PIL import Image
+
+
+@dataclass
+class ImageFeatures:
+    """Image features in the joint space (not normalised)."""
+    embeds: torch.Tensor  # [N, D] global embedding
+    patches: torch.Tensor | None = None  # [N, P, D] patch tokens projected into the joint space
+    grid: tuple[int, int] | None = None  # patch grid (rows, cols), P = rows * cols
+
+
+@dataclass
+class TextFeatures:
+    """Text features in the joint space (not normalised)."""
+    embeds: torch.Tensor  # [N, D] global embedding
+    tokens: torch.Tensor | None = None  # [N, L, D] token embeddings projected into the joint space
+    mask: torch.Tensor | None = None  # [N, L] bool, True for real tokens (start..end of text)
+
+
+class Backend(ABC):
+    """A dual encoder behind one interface; `spec` is the string it was created from."""
+
+    spec: str
+    model: torch.nn.Module
+    image_size: tuple[int, int]
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+
+    @abstractmethod
+    def preprocess(self, image: Image.Image) -> torch.Tensor:
+        """PIL image -> normalised tensor [3, H, W] for this model."""
+
+    @abstractmethod
+    def tokenize(self, texts: list[str]) -> torch.Tensor:
+        """Texts -> token ids [N, L]."""
+
+    @abstractmethod
+    def encode_images(self, pixels: torch.Tensor, tokens: bool = False) -> ImageFeatures:
+        """Preprocessed pixels [N, 3, H, W] -> features (patches too when tokens=True)."""
+
+    @abstractmethod
+    def encode_texts(self, ids: torch.Tensor, tokens: bool = False) -> TextFeatures:
+        """Token ids [N, L] -> features (token embeddings and mask too when tokens=True)."""
+
+    @property
+    @abstractmethod
+    def logit_scale(self) -> torch.Tensor:
+        """exp(learned temperature parameter), clamped to <= 100 as in CLIP."""
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def to(self, device: str | torch.device) -> "Backend":
+        self.model.to(device)
+        return self
+
+    def normalize_pixels(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 [N, H, W, 3] already at the model's size -> normalised float [N, 3, H, W].
+
+        The fast path for rendered images; equals `preprocess` when no resize is needed.
+        """
+        x = images.permute(0, 3, 1, 2).float().div_(255)
+        mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
+        return (x - mean) / std

@@ -1,0 +1,155 @@
+"""open_clip backend: `open_clip:NAME[@PRETRAINED]`, `open_clip:local-dir:PATH`, `open_clip:hf-hub:ID`."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+from ..errors import UnbagError
+from .base import Backend, ImageFeatures, TextFeatures
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+_configs_added = False
+
+
+def _open_clip():
+    global _configs_added
+    import open_clip
+
+    if not _configs_added:  # unbag's own model configs (the built-in model) join open_clip's registry
+        open_clip.add_model_config(CONFIG_DIR)
+        _configs_added = True
+    return open_clip
+
+
+def parse(spec: str) -> tuple[str, str | None]:
+    """'NAME@PRETRAINED' -> (NAME, PRETRAINED); schemas (local-dir:, hf-hub:) pass through."""
+    if spec.startswith(("local-dir:", "hf-hub:")):
+        return spec, None
+    name, _, pretrained = spec.partition("@")
+    return name, pretrained or None
+
+
+def _quickgelu_name(oc, name: str, pretrained: str | None) -> str:
+    """OpenAI weights were trained with QuickGELU: map NAME to NAME-quickgelu or refuse."""
+    if pretrained != "openai" or "quickgelu" in name.lower():
+        return name
+    if f"{name}-quickgelu" in oc.list_models():
+        logging.info("open_clip: %s@openai -> %s-quickgelu (OpenAI weights use QuickGELU)", name, name)
+        return f"{name}-quickgelu"
+    raise UnbagError(f"open_clip:{name}@openai: OpenAI weights need QuickGELU but no "
+                     f"'{name}-quickgelu' config exists; refusing to build a silently wrong model")
+
+
+class OpenCLIPBackend(Backend):
+    """An open_clip `CLIP` model (ViT image tower, transformer text tower)."""
+
+    def __init__(self, spec: str, name: str, pretrained: str | None = None,
+                 device: str | torch.device = "cpu"):
+        oc = _open_clip()
+        self.spec = spec
+        name = _quickgelu_name(oc, name, pretrained)
+        if name.startswith("local-dir:"):
+            root = Path(name[len("local-dir:"):])
+            if not (root / "open_clip_config.json").is_file():
+                raise UnbagError(f"{root}: not an open_clip local-dir model (no open_clip_config.json)")
+        elif not name.startswith("hf-hub:") and name not in oc.list_models():
+            raise UnbagError(f"open_clip has no model config {name!r} "
+                             f"(see open_clip.list_models(); unbag adds: {sorted(self.own_configs())})")
+        try:
+            model, _, preprocess = oc.create_model_and_transforms(
+                name, pretrained=pretrained, device=device, load_weights=True)
+        except (RuntimeError, FileNotFoundError, ValueError, OSError) as e:
+            hint = (" (offline: put the weights file where `pretrained` points, or set "
+                    "HF_HUB_OFFLINE=0 on a machine with internet)" if pretrained else "")
+            raise UnbagError(f"open_clip:{spec}: cannot load model: {e}{hint}") from e
+        model.eval()
+        self.model = model
+        self.model_cfg = self._model_cfg(oc, name)
+        self._preprocess = preprocess
+        self.tokenizer = oc.get_tokenizer(name)
+        cfg = model.visual.preprocess_cfg
+        self.image_size = tuple(cfg["size"]) if not isinstance(cfg["size"], int) else (cfg["size"],) * 2
+        self.mean, self.std = tuple(cfg["mean"]), tuple(cfg["std"])
+        if not hasattr(model, "token_embedding") or not hasattr(model.visual, "conv1"):
+            raise UnbagError(f"open_clip:{spec}: only CLIP models with a ViT image tower and an "
+                             "open_clip text transformer are supported so far")
+
+    @staticmethod
+    def _model_cfg(oc, name: str) -> dict:
+        if name.startswith("local-dir:"):
+            import json
+            path = Path(name[len("local-dir:"):]) / "open_clip_config.json"
+            return json.loads(path.read_text())["model_cfg"]
+        return oc.get_model_config(name) or {}
+
+    @staticmethod
+    def own_configs() -> list[str]:
+        return [p.stem for p in CONFIG_DIR.glob("*.json")]
+
+    def preprocess(self, image: Image.Image) -> torch.Tensor:
+        return self._preprocess(image)
+
+    def tokenize(self, texts: list[str]) -> torch.Tensor:
+        return self.tokenizer(list(texts))
+
+    def encode_images(self, pixels: torch.Tensor, tokens: bool = False) -> ImageFeatures:
+        visual = self.model.visual
+        if not tokens:
+            return ImageFeatures(visual(pixels))
+        # With output_tokens the ViT returns (pooled, ln_post patch tokens); they are projected below.
+        visual.output_tokens = True
+        try:
+            pooled, toks = visual(pixels)
+        finally:
+            visual.output_tokens = False
+        if visual.proj is not None:
+            toks = toks @ visual.proj
+        side = int(round(toks.shape[1] ** 0.5))
+        return ImageFeatures(pooled, toks, (side, toks.shape[1] // side))
+
+    def encode_texts(self, ids: torch.Tensor, tokens: bool = False) -> TextFeatures:
+        from open_clip.transformer import text_global_pool
+
+        m = self.model
+        if not tokens:
+            return TextFeatures(m.encode_text(ids))
+        # encode_text ignores output_tokens in the CLIP class: same steps, keeping every position.
+        cast = m.transformer.get_cast_dtype()
+        x = m.token_embedding(ids).to(cast) + m.positional_embedding.to(cast)
+        x = m.ln_final(m.transformer(x, attn_mask=m.attn_mask))
+        proj = (lambda t: m.text_projection(t)) if isinstance(m.text_projection, torch.nn.Linear) \
+            else (lambda t: t @ m.text_projection)
+        pooled = proj(text_global_pool(x, ids, m.text_pool_type,
+                                       eos_token_id=getattr(m, "text_eos_id", None)))
+        toks = proj(x)
+        end = ids.argmax(dim=-1) if m.text_pool_type == "argmax" else (ids != 0).sum(-1) - 1
+        mask = torch.arange(ids.shape[1], device=ids.device)[None] <= end[:, None]
+        return TextFeatures(pooled, toks, mask)
+
+    @property
+    def logit_scale(self) -> torch.Tensor:
+        return self.model.logit_scale.exp().clamp(max=100)
+
+
+def save_local_dir(backend: OpenCLIPBackend, out: str | os.PathLike, extra: dict | None = None) -> Path:
+    """Write an open_clip `local-dir` model (open_clip_config.json + safetensors), atomically."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from ..utils import atomic_dir
+
+    cfg = {"model_cfg": backend.model_cfg,
+           "preprocess_cfg": {"mean": list(backend.mean), "std": list(backend.std)}}
+    if extra:
+        cfg["unbag"] = extra
+    with atomic_dir(out) as tmp:
+        state = {k: v.detach().contiguous().cpu() for k, v in backend.model.state_dict().items()}
+        save_file(state, str(tmp / "open_clip_model.safetensors"))
+        (tmp / "open_clip_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    return Path(out)
+
