@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from unbag import models
+from unbag.errors import UnbagError
+
+SPECS = ["open_clip:unbag-tiny"] + (["builtin"] if (models.BUILTIN_DIR / "open_clip_model.safetensors").exists() else [])
+
+
+@pytest.fixture(scope="module", params=SPECS)
+def backend(request):
+    torch.manual_seed(0)
+    return models.load(request.param)
+
+
+def test_interface_shapes(backend):
+    h, w = backend.image_size
+    px = torch.randn(3, 3, h, w)
+    f = backend.encode_images(px, tokens=True)
+    d = f.embeds.shape[1]
+    rows, cols = f.grid
+    assert f.embeds.shape == (3, d) and f.patches.shape == (3, rows * cols, d)
+    ids = backend.tokenize(["a red cube", "two large blue metal spheres and one small cone"])
+    t = backend.encode_texts(ids, tokens=True)
+    assert t.embeds.shape == (2, d) and t.tokens.shape == (2, ids.shape[1], d)
+    # mask: start token .. end token; the longer caption has more real tokens
+    assert t.mask.dtype == torch.bool and t.mask[:, 0].all() and t.mask[1].sum() > t.mask[0].sum()
+    assert float(backend.logit_scale.detach()) <= 100
+
+
+def test_token_features_agree_with_pooled_outputs(backend):
+    h, w = backend.image_size
+    with torch.no_grad():
+        ids = backend.tokenize(["a small green rubber star", "a cube"])
+        t = backend.encode_texts(ids, tokens=True)
+        end = t.mask.sum(1) - 1  # the end-of-text token carries the pooled embedding
+        assert torch.allclose(t.tokens[torch.arange(2), end], backend.model.encode_text(ids), atol=1e-5)
+        assert torch.allclose(t.embeds, backend.encode_texts(ids).embeds, atol=1e-6)
+        px = torch.randn(2, 3, h, w)
+        assert torch.allclose(backend.encode_images(px, tokens=True).embeds, backend.model.encode_image(px), atol=1e-6)
+
+
+def test_fast_pixel_path_equals_preprocess(backend):
+    h, w = backend.image_size
+    arr = np.random.default_rng(0).integers(0, 256, (2, h, w, 3), dtype=np.uint8)
+    fast = backend.normalize_pixels(torch.from_numpy(arr))
+    slow = torch.stack([backend.preprocess(Image.fromarray(a)) for a in arr])
+    assert torch.allclose(fast, slow, atol=1e-5)
+
+
+def test_unknown_spec_is_a_clear_error(tmp_path):
+    with pytest.raises(UnbagError, match="unknown model spec 'nope'.*known forms"):
+        models.load("nope")
+    with pytest.raises(UnbagError, match="no model config 'ViT-X'"):
+        models.load("open_clip:ViT-X")
+    with pytest.raises(UnbagError, match="not a model directory"):
+        models.load(str(tmp_path))
+
+
+def test_openai_weights_get_quickgelu():
+    from unbag.models.openclip import _open_clip, _quickgelu_name
+
+    oc = _open_clip()
+    assert _quickgelu_name(oc, "ViT-B-32", "openai") == "ViT-B-32-quickgelu"
+    assert _quickgelu_name(oc, "ViT-B-32", "laion2b_s34b_b79k") == "ViT-B-32"
+    with pytest.raises(UnbagError, match="QuickGELU"):
+        _quickgelu_name(oc, "unbag-tiny", "openai")
+
+
+def test_saved_model_round_trips(tmp_path, backend):
+    from unbag.models.openclip import save_local_dir
+
+    save_local_dir(backend, tmp_path / "m")
+    again = models.load(str(tmp_path / "m"))
+    ids = backend.tokenize(["a red cube"])
+    with torch.no_grad():
+        assert torch.equal(again.encode_texts(ids).embeds, backend.encode_texts(ids).embeds)

@@ -1,0 +1,99 @@
+import json
+import shutil
+
+import pytest
+
+from unbag.cli import main
+
+
+def _run(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_eval_writes_results_and_per_item_files(tiny_bench, tmp_path, capsys):
+    out = tmp_path / "res" / "results.json"
+    code, stdout, _ = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}",
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0 and "OOD group" in stdout
+    res = json.loads(out.read_text())
+    assert res["n_items"] == 30 and res["protocol"] == "global" and res["model"] == "open_clip:unbag-tiny"
+    for key in ("id/color/group", "ood/all/text", "all/all/image", "ood/count/pair"):
+        assert 0.0 <= res["metrics"][key] <= 1.0
+    assert set(res["versions"]) >= {"unbag", "torch", "open_clip", "git_commit"}
+    assert res["benchmark"]["seed"] == 3 and "score_s" in res["timings"]
+    items = [json.loads(x) for x in (out.parent / res["per_item"]).read_text().splitlines()]
+    assert len(items) == 30 and len(items[0]["scores"]) == 2
+    assert sum(it["group"] for it in items if it["split"] == "id") / 15 == pytest.approx(res["metrics"]["id/all/group"])
+
+
+def test_world_build_and_show(tmp_path, capsys):
+    code, _, _ = _run(["world", "build", "--out", str(tmp_path / "w"), "--per-category", "1",
+                       "--size", "32", "--quiet"], capsys)
+    assert code == 0 and (tmp_path / "w" / "items.jsonl").is_file()
+    code, _, _ = _run(["world", "show", "--bench", f"ctrl:{tmp_path / 'w'}", "--out", str(tmp_path / "s.png")], capsys)
+    from PIL import Image
+    assert code == 0 and Image.open(tmp_path / "s.png").size[0] > 500
+
+
+def test_train_cli(tmp_path, capsys):
+    code, stdout, _ = _run(["train", "--steps", "2", "--batch-size", "4", "--workers", "0", "--out",
+                            str(tmp_path / "t"), "--quiet"], capsys)
+    assert code == 0 and (tmp_path / "t" / "model" / "open_clip_config.json").is_file()
+
+
+# -- bad input: a clear message naming file/line/field, exit code 2, nothing written --------
+
+def _corrupt(tiny_bench, tmp_path, edit):
+    root = tmp_path / "bad"
+    shutil.copytree(tiny_bench, root)
+    lines = (root / "items.jsonl").read_text().splitlines()
+    edit(root, lines)
+    (root / "items.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _set(line, **kw):
+    rec = json.loads(line)
+    rec.update(kw)
+    return json.dumps(rec)
+
+
+CASES = {
+    "malformed JSONL": (lambda r, ls: ls.__setitem__(4, ls[4][:-5]), r"items.jsonl:5: invalid JSON"),
+    "unknown category": (lambda r, ls: ls.__setitem__(2, _set(ls[2], category="shape")),
+                         r"items.jsonl:3: field 'category': unknown category 'shape'"),
+    "missing field": (lambda r, ls: ls.__setitem__(0, _set(ls[0], captions=["only one"])),
+                      r"items.jsonl:1: field 'captions' should be a list of 2"),
+    "missing image": (lambda r, ls: (r / json.loads(ls[6])["images"][1]).unlink(),
+                      r"items.jsonl:7: field 'images\[1\]': image file not found"),
+    "corrupt image": (lambda r, ls: (r / json.loads(ls[7])["images"][0]).write_bytes(b"\x89PNG\r\n garbage"),
+                      r"items.jsonl:8: field 'images\[0\]': cannot read image"),
+    "mismatched image size": (lambda r, ls: __import__("PIL.Image").Image.new("RGB", (40, 64)).save(
+        r / json.loads(ls[9])["images"][1]), r"items.jsonl:10: field 'images\[1\]': image .* is 40x64, the benchmark says 64x64"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input(case, tiny_bench, tmp_path, capsys):
+    edit, message = CASES[case]
+    root = _corrupt(tiny_bench, tmp_path, edit)
+    out = tmp_path / "out" / "results.json"
+    code, _, err = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{root}",
+                         "--out", str(out), "--quiet"], capsys)
+    assert code == 2
+    import re
+    assert re.search(message, err), err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_unknown_model_spec(tiny_bench, capsys):
+    code, _, err = _run(["eval", "--model", "clip-b32", "--bench", f"ctrl:{tiny_bench}", "--quiet"], capsys)
+    assert code == 2 and "unknown model spec 'clip-b32'" in err
+
+
+def test_unknown_benchmark_and_protocol(capsys):
+    assert _run(["eval", "--bench", "sugarcrepe2", "--quiet"], capsys)[0] == 2
+    code, _, err = _run(["eval", "--protocol", "sgx", "--quiet"], capsys)
+    assert code == 2 and "unknown protocol 'sgx'" in err

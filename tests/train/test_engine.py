@@ -1,0 +1,78 @@
+import json
+
+import pytest
+import torch
+
+from unbag.errors import UnbagError
+from unbag.train import engine
+from unbag.train.engine import TrainConfig, Trainer, lr_lambda, param_groups
+
+
+def _cfg(**kw):
+    base = dict(steps=8, batch_size=12, lr=2e-3, warmup=2, workers=0, ckpt_every=3, log_every=1, seed=5)
+    return TrainConfig(**(base | kw))
+
+
+def _losses(out):
+    return [json.loads(x)["loss"] for x in (out / "log.jsonl").read_text().splitlines()]
+
+
+def test_resume_continues_exactly(tmp_path, monkeypatch):
+    full = tmp_path / "full"
+    Trainer(_cfg(), full).fit(progress=False)
+
+    # interrupt the second run in its 6th step: the checkpoint of step 3 is all that survives
+    cut = tmp_path / "cut"
+    calls = {"n": 0}
+    real = engine.Trainer._loss
+
+    def dying(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt
+        return real(self, batch)
+
+    monkeypatch.setattr(engine.Trainer, "_loss", dying)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(_cfg(), cut).fit(progress=False)
+    monkeypatch.setattr(engine.Trainer, "_loss", real)
+    assert not (cut / "model").exists()  # nothing exported half-way
+    with pytest.raises(UnbagError, match="--resume"):
+        Trainer(_cfg(), cut).fit(progress=False)
+    Trainer(_cfg(), cut).fit(resume=True, progress=False)
+
+    a, b = _losses(full), _losses(cut)
+    assert len(a) == len(b) == 8
+    assert a == b  # bit-identical on CPU
+    sa = (full / "model" / "open_clip_model.safetensors").read_bytes()
+    assert sa == (cut / "model" / "open_clip_model.safetensors").read_bytes()
+
+
+def test_resume_refuses_a_different_config(tmp_path):
+    Trainer(_cfg(steps=3), tmp_path).fit(progress=False)
+    with pytest.raises(UnbagError, match="different config.*lr"):
+        Trainer(_cfg(steps=3, lr=1e-2), tmp_path).fit(resume=True, progress=False)
+
+
+def test_training_lowers_the_loss(tmp_path):
+    Trainer(_cfg(steps=30, batch_size=24, ckpt_every=100), tmp_path).fit(progress=False)
+    losses = _losses(tmp_path)
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.3
+
+
+def test_no_weight_decay_on_norms_biases_and_logit_scale():
+    m = torch.nn.Module()
+    m.proj = torch.nn.Linear(4, 4)
+    m.ln_final = torch.nn.LayerNorm(4)
+    m.logit_scale = torch.nn.Parameter(torch.ones([]))
+    decay, no_decay = param_groups(m, 0.1)
+    assert decay["params"] == [m.proj.weight] and decay["weight_decay"] == 0.1
+    assert {id(p) for p in no_decay["params"]} == {id(m.proj.bias), id(m.ln_final.weight),
+                                                    id(m.ln_final.bias), id(m.logit_scale)}
+    assert no_decay["weight_decay"] == 0.0
+
+
+def test_schedule_warms_up_then_decays_to_min():
+    f = lr_lambda(TrainConfig(steps=100, warmup=10, lr=1.0, min_lr=0.1))
+    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
+    assert f(10) == pytest.approx(1.0) and f(55) == pytest.approx(0.55) and f(100) == pytest.approx(0.1)
