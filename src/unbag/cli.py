@@ -39,7 +39,28 @@ def _eval(a: argparse.Namespace) -> None:
     from .evaluate import evaluate
 
     evaluate(model=a.model, bench=a.bench, protocol=a.protocol, out=a.out, batch_size=a.batch_size,
-             device=a.device, seed=a.seed, progress=not a.quiet)
+             device=a.device, seed=a.seed, progress=not a.quiet, options=_sgi_options(a))
+
+
+def _sgi_options(a: argparse.Namespace) -> dict:
+    if a.protocol != "sgi":
+        return {}
+    return {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
+            "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir,
+            "scales": tuple(float(x) for x in a.scales.split(",")) if a.scales else None}
+
+
+def _add_sgi_options(e: argparse.ArgumentParser) -> None:
+    g = e.add_argument_group("SGI options (--protocol sgi)")
+    g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs, optionally +groups "
+                   "(default blobs+groups)")
+    g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | crop (zoom)")
+    g.add_argument("--assign", default=None, help="max (default, the paper's) | hungarian (one-to-one)")
+    g.add_argument("--match", default=None, help="kind (default: object segments -> single regions) | all")
+    g.add_argument("--mix", type=float, default=None, help="weight of the global score (default 0)")
+    g.add_argument("--segmenter", default=None, help="auto (default) | spacy | rules")
+    g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
+    g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
 
 
 def _demo(a: argparse.Namespace) -> None:
@@ -99,12 +120,13 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default="builtin")
     e.add_argument("--bench", default="ctrl", help="ctrl (generated) or ctrl:DIR (built with `world build`)")
-    e.add_argument("--protocol", default="global")
+    e.add_argument("--protocol", default="global", help="global | sgi")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)
     e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")
     e.add_argument("--device", default="cuda" if _cuda() else "cpu")
     e.add_argument("--quiet", action="store_true")
+    _add_sgi_options(e)
     e.set_defaults(fn=_eval)
     return p
 

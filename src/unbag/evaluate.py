@@ -25,10 +25,10 @@ def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
 
 def evaluate(model: str, bench: str, protocol: str = "global", out: str | None = None,
              batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
-             show: bool = True) -> dict:
+             show: bool = True, options: dict | None = None) -> dict:
     """Run one evaluation; print the table and, with `out`, write results JSON + per-item JSONL."""
     t0 = time.perf_counter()
-    score_fn = scoring.get(protocol)
+    score_fn, recorded = scoring.build(protocol, options)
     b = benchmarks.load(bench, seed=seed)
     t1 = time.perf_counter()
     backend = models.load(model, device=device)
@@ -42,7 +42,8 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
         "benchmark": {"name": b.name, "spec": bench, **b.info},
         "metrics": flat, "ties": ties, "counts": counts, "n_items": len(b.items),
         "seed": seed,
-        "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol},
+        "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol,
+                   "options": recorded},
         "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
                     "metrics_s": time.perf_counter() - t3},
         "versions": versions(),

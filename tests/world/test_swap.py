@@ -21,6 +21,7 @@ def test_attribute_items_differ_exactly_by_the_swapped_binding(item):
     assert getattr(a0, cat) != getattr(b0, cat)
     assert (getattr(a1, cat), getattr(b1, cat)) == (getattr(b0, cat), getattr(a0, cat))
     assert a0.shape != b0.shape
+    assert _key(a0, cat, "shape", "x", "y") == _key(b0, cat, "shape", "x", "y")  # A, B share the rest
     assert item.scenes[0].seed == item.scenes[1].seed  # same background
     # captions: same words, the swapped values exchanged between the two object phrases
     c0, c1 = item.captions

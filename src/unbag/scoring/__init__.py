@@ -1,14 +1,25 @@
 """Protocols: model + benchmark -> score tensor [items x images x captions]."""
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 from ..errors import UnbagError
 from .cosine import score_global
 
-PROTOCOLS = {"global": score_global}
+PROTOCOLS = ("global", "sgi")
 
 
-def get(protocol: str):
-    """The scoring function of a protocol name."""
-    if protocol not in PROTOCOLS:
-        raise UnbagError(f"unknown protocol {protocol!r}; available: {', '.join(PROTOCOLS)}")
-    return PROTOCOLS[protocol]
+def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
+    """(scoring function(backend, bench, batch_size, progress), the options it records)."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    if protocol == "global":
+        return score_global, {}
+    if protocol == "sgi":
+        from ..sgi.protocol import SGIConfig, score_sgi
+        try:
+            cfg = SGIConfig(**options)
+        except TypeError as e:
+            raise UnbagError(f"bad SGI option: {e}") from None
+        return functools.partial(score_sgi, cfg=cfg), cfg.record()
+    raise UnbagError(f"unknown protocol {protocol!r}; available: {', '.join(PROTOCOLS)}")

@@ -71,8 +71,9 @@ def grid_boxes(w: int, h: int, scales: tuple[float, ...], overlap: float) -> lis
 
 
 def _starts(side: int, win: int, stride: float) -> list[int]:
-    n = max(1, int(np.ceil((side - win) / stride)) + 1)
-    return sorted({min(side - win, round(k * stride)) for k in range(n)})
+    """Evenly spaced window starts from 0 to side - win, about `stride` apart."""
+    n = max(1, round((side - win) / stride) + 1)
+    return sorted({int(round(v)) for v in np.linspace(0, side - win, n)})
 
 
 def background_color(img: np.ndarray) -> np.ndarray:

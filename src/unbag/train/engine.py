@@ -98,6 +98,10 @@ class Trainer:
             torch.save({"optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
                         "step": self.step}, tmp / "trainer.pt")
             (tmp / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2))
+            # also a loadable model folder: `unbag eval --model OUT/ckpt` works mid-run
+            (tmp / "open_clip_config.json").write_text(json.dumps(
+                {"model_cfg": self.backend.model_cfg,
+                 "preprocess_cfg": {"mean": list(self.backend.mean), "std": list(self.backend.std)}}, indent=2))
 
     def load_checkpoint(self) -> bool:
         if not (self.ckpt_dir / "trainer.pt").is_file():

@@ -1,0 +1,211 @@
+"""Protocol `sgi`: Structure-Guided Inference on frozen encoders (spec: methods.md section 2).
+
+score(I, T) = mean over the caption's segments of the best cosine between the segment and an
+image region (`assign="max"`, the paper's), or of a one-to-one segment-region assignment
+(`assign="hungarian"`), optionally mixed with the global cosine: (1 - mix) * sgi + mix * global.
+
+unbag's choices (documented in docs/sgi.md): regions default to background-difference blobs plus
+their unions, masked in place (absolute size and position survive, unlike the paper's crops);
+with `match="kind"` an object segment is matched only to single regions and a group or relation
+segment to any region, so "a red cube" cannot be satisfied by a union that merely contains red and
+a cube somewhere.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from rich.progress import Progress
+
+from ..benchmarks.base import Benchmark, load_image
+from ..errors import UnbagError
+from ..models.base import Backend
+from ..scoring.encode import encode_texts, unique
+from . import segments as seg
+from .cache import RegionCache, default_cache
+from .regions import RegionConfig, background_color, cropped, masked, regions_for
+
+ASSIGN = ("max", "hungarian")
+MATCH = ("kind", "all")
+
+
+@dataclass
+class SGIConfig:
+    """Options of the `sgi` protocol (all recorded in the results JSON)."""
+    regions: str = "blobs+groups"
+    mode: str = "mask"
+    assign: str = "max"
+    match: str = "kind"
+    mix: float = 0.0
+    segmenter: str = "auto"  # auto: the benchmark's own segments when it has them, else spaCy
+    scales: tuple[float, ...] = (0.5, 1 / 3)
+    cache_dir: str | None = None
+
+    def __post_init__(self):
+        if self.assign not in ASSIGN:
+            raise UnbagError(f"unknown SGI assignment {self.assign!r}; use one of {', '.join(ASSIGN)}")
+        if self.match not in MATCH:
+            raise UnbagError(f"unknown SGI match policy {self.match!r}; use one of {', '.join(MATCH)}")
+        if not 0.0 <= self.mix <= 1.0:
+            raise UnbagError(f"SGI mix must be in [0, 1], got {self.mix}")
+        if self.segmenter not in ("auto", "spacy", "rules"):
+            raise UnbagError(f"unknown segmenter {self.segmenter!r}; use auto, spacy or rules")
+        self.region_cfg = RegionConfig.parse(self.regions, self.mode, scales=tuple(self.scales))
+
+    def record(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "cache_dir"}
+
+
+@dataclass
+class ImageRegions:
+    """The regions of one image and their L2-normalised embeddings."""
+    regions: list
+    emb: torch.Tensor  # [R, D]
+    single: torch.Tensor = field(default=None)  # [R] bool: one-box regions
+
+    def __post_init__(self):
+        self.single = torch.tensor([len(r) == 1 for r in self.regions])
+
+
+def _content_key(arr: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(arr).tobytes()).hexdigest()
+
+
+def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str) -> torch.Tensor:
+    """Encoder inputs [R, 3, H, W] for the regions of one image."""
+    h, w = backend.image_size
+    if mode == "mask":
+        fill = background_color(arr)
+        outs = [masked(arr, r, fill) for r in regions]
+        if arr.shape[:2] == (h, w):
+            return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
+        return torch.stack([backend.preprocess(Image.fromarray(o)) for o in outs])
+    # crop: squash-resize each crop to the model's input, as the paper does
+    outs = [np.asarray(Image.fromarray(cropped(arr, r)).resize((w, h), Image.Resampling.BICUBIC))
+            for r in regions]
+    return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
+
+
+@torch.inference_mode()
+def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_size: int = 512,
+                   cache: RegionCache | None = None, progress: bool = False) -> list[ImageRegions]:
+    """Regions and embeddings of every distinct image of the benchmark (positions = image refs)."""
+    from ..benchmarks.base import image_key
+
+    cache = cache if cache is not None else (RegionCache(cfg.cache_dir) if cfg.cache_dir else default_cache())
+    refs, wheres, gts = [], [], []
+    for it in bench.items:
+        for k, ref in enumerate(it.images):
+            refs.append(ref)
+            wheres.append(f"{it.source or it.id}: field 'images[{k}]'")
+            objs = (it.meta.get("objects") or [None] * len(it.images))[k]
+            gts.append([o["box"] for o in objs] if objs else None)
+    order, inverse = unique([image_key(r) for r in refs])
+    done: dict[int, ImageRegions] = {}
+    pending: list[tuple[int, list, str, torch.Tensor]] = []  # (slot, regions, cache key, inputs)
+
+    def flush():
+        if not pending:
+            return
+        x = torch.cat([p[3] for p in pending]).to(backend.device)
+        emb = torch.cat([F.normalize(backend.encode_images(x[s:s + batch_size]).embeds.float(), dim=-1).cpu()
+                         for s in range(0, len(x), batch_size)])
+        start = 0
+        for slot, regions, key, inp in pending:
+            e = emb[start:start + len(regions)]
+            start += len(regions)
+            cache.put(key, e)
+            done[slot] = ImageRegions(regions, e)
+        pending.clear()
+
+    with Progress(disable=not progress) as bar:
+        task = bar.add_task("sgi regions", total=len(order))
+        for slot, i in enumerate(order):
+            arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
+            regions = regions_for(arr, cfg.region_cfg, gts[i])
+            key = cache.key(backend.spec, _content_key(arr), regions, cfg.mode, "median")
+            hit = cache.get(key)
+            if hit is not None:
+                done[slot] = ImageRegions(regions, hit)
+            else:
+                pending.append((slot, regions, key, _inputs(backend, arr, regions, cfg.mode)))
+                if sum(len(p[1]) for p in pending) >= batch_size:
+                    flush()
+            bar.update(task, advance=1)
+        flush()
+    return [done[j] for j in inverse]
+
+
+def caption_segments(bench: Benchmark, cfg: SGIConfig) -> list[list[seg.Segment]]:
+    """Segments of every caption of the benchmark, item by item, caption by caption."""
+    out = []
+    for it in bench.items:
+        shipped = it.meta.get("segments")
+        for c, text in enumerate(it.captions):
+            if cfg.segmenter == "auto" and shipped:
+                out.append(seg.from_grammar(shipped[c]))
+            elif cfg.segmenter == "rules":
+                out.append(seg.parse_rules(text))
+            else:
+                out.append(seg.parse(text))
+    return out
+
+
+def aggregate(sim: torch.Tensor, allowed: torch.Tensor, assign: str) -> tuple[float, list[int]]:
+    """(mean over segments of the matched similarity, chosen region per segment) for S [K, R]."""
+    s = sim.masked_fill(~allowed, float("-inf"))
+    best, choice = s.max(dim=1)
+    if assign == "hungarian" and sim.shape[0] > 1:
+        from scipy.optimize import linear_sum_assignment
+
+        cost = (-s).clamp(max=1e6).numpy()  # disallowed pairs get a prohibitive cost
+        rows, cols = linear_sum_assignment(cost)
+        # segments left without a region (more segments than regions) keep their best match
+        for r, c in zip(rows, cols):
+            if allowed[r, c]:
+                best[r], choice[r] = sim[r, c], c
+    return float(best.mean()), choice.tolist()
+
+
+def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progress: bool = False,
+              cfg: SGIConfig | None = None, details: list | None = None) -> torch.Tensor:
+    """Score tensor [items, images, captions] under SGI; `details` (a list) receives, per item,
+    image and caption, the segments, regions chosen and their similarities."""
+    cfg = cfg or SGIConfig()
+    items = bench.items
+    n_img, n_cap = len(items[0].images), len(items[0].captions)
+    regs = encode_regions(backend, bench, cfg, batch_size, progress=progress)
+    segs = caption_segments(bench, cfg)
+    flat = [s.text for ss in segs for s in ss]
+    temb = encode_texts(backend, flat, progress=progress)
+    scores = torch.empty(len(items), n_img, n_cap)
+    t = 0
+    seg_emb = []
+    for ss in segs:
+        seg_emb.append(temb[t:t + len(ss)])
+        t += len(ss)
+    for n in range(len(items)):
+        for i in range(n_img):
+            r = regs[n * n_img + i]
+            for c in range(n_cap):
+                ss, e = segs[n * n_cap + c], seg_emb[n * n_cap + c]
+                sim = e @ r.emb.T
+                if cfg.match == "kind" and r.single.any():
+                    obj = torch.tensor([s.kind == "object" for s in ss])
+                    allowed = (~obj[:, None]) | r.single[None, :]
+                else:
+                    allowed = torch.ones_like(sim, dtype=torch.bool)
+                scores[n, i, c], choice = aggregate(sim, allowed, cfg.assign)
+                if details is not None:
+                    details.append({"item": n, "image": i, "caption": c,
+                                    "segments": [(s.text, s.kind) for s in ss],
+                                    "regions": [r.regions[j] for j in choice],
+                                    "sims": [float(sim[k, j]) for k, j in enumerate(choice)]})
+    if cfg.mix > 0:
+        from ..scoring.cosine import score_global
+        scores = (1 - cfg.mix) * scores + cfg.mix * score_global(backend, bench, batch_size, progress)
+    return scores

@@ -1,0 +1,100 @@
+import numpy as np
+import pytest
+import torch
+
+from unbag import models
+from unbag.benchmarks.ctrl import generated
+from unbag.errors import UnbagError
+from unbag.sgi.cache import RegionCache
+from unbag.sgi.protocol import SGIConfig, aggregate, encode_regions, score_sgi
+
+
+def test_greedy_aggregation_by_hand():
+    sim = torch.tensor([[0.9, 0.2, 0.1],
+                        [0.8, 0.3, 0.6]])
+    allowed = torch.ones_like(sim, dtype=torch.bool)
+    score, choice = aggregate(sim, allowed, "max")
+    assert score == pytest.approx((0.9 + 0.8) / 2) and choice == [0, 0]  # both take region 0
+
+
+def test_one_to_one_aggregation_by_hand():
+    sim = torch.tensor([[0.9, 0.2, 0.1],
+                        [0.8, 0.3, 0.6]])
+    allowed = torch.ones_like(sim, dtype=torch.bool)
+    score, choice = aggregate(sim, allowed, "hungarian")
+    assert choice == [0, 2] and score == pytest.approx((0.9 + 0.6) / 2)
+    # more segments than regions: the unassigned segment keeps its best match
+    sim = torch.tensor([[0.5], [0.7]])
+    score, choice = aggregate(sim, torch.ones_like(sim, dtype=torch.bool), "hungarian")
+    assert choice == [0, 0] and score == pytest.approx(0.6)
+
+
+def test_disallowed_regions_are_never_chosen():
+    sim = torch.tensor([[0.9, 0.2], [0.1, 0.95]])
+    allowed = torch.tensor([[False, True], [True, True]])
+    for assign in ("max", "hungarian"):
+        score, choice = aggregate(sim, allowed, assign)
+        assert choice[0] == 1
+    assert aggregate(sim, allowed, "max")[0] == pytest.approx((0.2 + 0.95) / 2)
+
+
+def test_bad_options():
+    with pytest.raises(UnbagError, match="assignment"):
+        SGIConfig(assign="greedy")
+    with pytest.raises(UnbagError, match="region mode"):
+        SGIConfig(mode="zoom")
+    with pytest.raises(UnbagError, match="mix"):
+        SGIConfig(mix=2)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    return models.load("open_clip:unbag-tiny")
+
+
+@pytest.fixture(scope="module")
+def small_bench():
+    return generated(seed=4, per_category=2)
+
+
+def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path, monkeypatch):
+    import unbag.sgi.protocol as proto
+
+    calls = []
+    real = proto.regions_for
+    monkeypatch.setattr(proto, "regions_for", lambda *a, **k: calls.append(1) or real(*a, **k))
+    encoded = []
+    real_enc = tiny.encode_images
+    monkeypatch.setattr(tiny, "encode_images", lambda x, tokens=False: encoded.append(len(x)) or real_enc(x, tokens))
+
+    cfg = SGIConfig(regions="blobs+groups", cache_dir=str(tmp_path / "c"))
+    cache = RegionCache(tmp_path / "c")
+    first = encode_regions(tiny, small_bench, cfg, cache=cache)
+    n_images = sum(len(it.images) for it in small_bench.items)
+    assert len(calls) == n_images and cache.misses == n_images and cache.hits == 0
+    assert sum(encoded) == sum(len(r.regions) for r in first)
+    # a second run: all hits (from disk through a fresh cache object), no encoder pass
+    encoded.clear()
+    cache2 = RegionCache(tmp_path / "c")
+    second = encode_regions(tiny, small_bench, cfg, cache=cache2)
+    assert cache2.hits == n_images and sum(encoded) == 0
+    assert all(torch.equal(a.emb, b.emb) for a, b in zip(first, second))
+
+
+def test_score_tensor_and_details(tiny, small_bench):
+    details = []
+    s = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups"), details=details)
+    assert s.shape == (len(small_bench.items), 2, 2) and torch.isfinite(s).all()
+    d = details[0]
+    assert len(d["segments"]) == len(d["regions"]) == len(d["sims"])
+    assert s[0, 0, 0] == pytest.approx(np.mean(d["sims"]), abs=1e-6)
+
+
+def test_mixing_is_a_convex_combination(tiny, small_bench):
+    from unbag.scoring.cosine import score_global
+
+    a = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt"))
+    b = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt", mix=0.25))
+    g = score_global(tiny, small_bench)
+    assert torch.allclose(b, 0.75 * a + 0.25 * g, atol=1e-5)

@@ -1,0 +1,74 @@
+import pytest
+
+from unbag.sgi import segments as seg
+from unbag.world.swap import CATEGORIES, build_item
+
+
+def test_grammar_segments_of_ctrl_captions():
+    it = build_item(0, "id", "relation", 0)
+    ss = seg.from_grammar(it.segments[0])
+    assert [s.kind for s in ss] == ["object", "object", "relation"]
+    assert ss[2].text == it.captions[0]
+    it = build_item(0, "id", "count", 1)
+    kinds = {s.kind for s in seg.from_grammar(it.segments[0])}
+    assert "group" in kinds
+
+
+needs_spacy = pytest.mark.skipif(seg.spacy_model() is None, reason="no spaCy English model installed")
+
+
+@needs_spacy
+@pytest.mark.parametrize("cat", CATEGORIES)
+def test_spacy_recovers_the_grammar_segments(cat):
+    for i in range(5):
+        it = build_item(1, "ood", cat, i)
+        for caption, truth in zip(it.captions, it.segments):
+            got = {(s.text, s.kind) for s in seg.parse_spacy(caption, seg.spacy_model())}
+            want = {(s["text"], s["kind"]) for s in truth}
+            assert want <= got, (caption, got)
+
+
+@needs_spacy
+@pytest.mark.parametrize("text, expected", [
+    ("A man riding a brown horse next to a white fence.",
+     {("A man", "object"), ("a brown horse", "object"), ("a white fence", "object"),
+      ("A man riding a brown horse", "relation")}),
+    ("The dog is chasing two cats.", {("The dog", "object"), ("two cats", "group"),
+                                      ("The dog is chasing two cats", "relation")}),
+    ("a red car and a blue bus", {("a red car", "object"), ("a blue bus", "object")}),
+    ("a photo of a cat on the table", {("a cat", "object"), ("the table", "object"),
+                                       ("a cat on the table", "relation")}),
+])
+def test_spacy_free_text(text, expected):
+    got = {(s.text, s.kind) for s in seg.parse_spacy(text, seg.spacy_model())}
+    assert expected <= got
+    assert not any(s[0].startswith("a photo") for s in got)
+    if "and" in text:
+        assert not any(k == "relation" for _, k in got)  # a list relates nothing
+
+
+def test_rules_fallback():
+    ss = seg.parse_rules("There is a large red cube to the left of two small blue spheres.")
+    assert [(s.text, s.kind) for s in ss] == [("a large red cube", "object"), ("two small blue spheres", "group"),
+                                              ("a large red cube to the left of two small blue spheres", "relation")]
+    assert [s.text for s in seg.parse_rules("a picture of a cat, a dog and a bird")] == ["a cat", "a dog", "a bird"]
+
+
+def test_fallback_is_used_with_a_warning_when_spacy_is_missing(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_spacy(name, *a, **kw):
+        if name == "spacy":
+            raise ImportError(name)
+        return real(name, *a, **kw)
+
+    seg.spacy_model.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_spacy)
+    try:
+        with pytest.warns(UserWarning, match="rule-based"):
+            assert [s.text for s in seg.parse("a red cube and a blue ball")] == ["a red cube", "a blue ball"]
+    finally:
+        monkeypatch.setattr(builtins, "__import__", real)
+        seg.spacy_model.cache_clear()
