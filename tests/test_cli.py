@@ -97,3 +97,32 @@ def test_unknown_benchmark_and_protocol(capsys):
     assert _run(["eval", "--bench", "sugarcrepe2", "--quiet"], capsys)[0] == 2
     code, _, err = _run(["eval", "--protocol", "sgx", "--quiet"], capsys)
     assert code == 2 and "unknown protocol 'sgx'" in err
+
+
+def test_eval_sgi_records_its_options(tiny_bench, tmp_path, capsys):
+    out = tmp_path / "sgi.json"
+    code, stdout, _ = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}",
+                            "--protocol", "sgi", "--regions", "gt+groups", "--assign", "hungarian",
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0
+    res = json.loads(out.read_text())
+    opts = res["config"]["options"]
+    assert res["protocol"] == "sgi" and opts["regions"] == "gt+groups" and opts["assign"] == "hungarian"
+    assert opts["mode"] == "mask" and opts["match"] == "kind"
+
+
+def test_explain_writes_a_picture_and_a_table(tmp_path, capsys):
+    from PIL import Image
+
+    out = tmp_path / "ex.png"
+    code, stdout, _ = _run(["explain", "--model", "open_clip:unbag-tiny", "--item", "ood-relation-0002",
+                            "--out", str(out)], capsys)
+    assert code == 0 and "SGI score" in stdout and "relation" in stdout
+    assert Image.open(out).size[0] >= 2 * 256
+    img = tmp_path / "in.png"
+    Image.new("RGB", (64, 64), (118, 118, 118)).save(img)
+    code, stdout, _ = _run(["explain", "--model", "open_clip:unbag-tiny", "--image", str(img),
+                            "--caption", "a red cube to the left of a blue sphere", "--out", str(out)], capsys)
+    assert code == 0 and "a red cube" in stdout
+    code, _, err = _run(["explain", "--model", "open_clip:unbag-tiny", "--item", "ood-colour-1"], capsys)
+    assert code == 2 and "bad item id" in err

@@ -63,6 +63,23 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
 
 
+def _explain(a: argparse.Namespace) -> None:
+    from . import models
+    from .sgi.explain import bench_item, explain, single_item
+    from .sgi.protocol import SGIConfig
+
+    if a.item:
+        bench = bench_item(a.bench, a.item, seed=a.seed)
+    elif a.image and a.caption:
+        bench = single_item(a.image, a.caption)
+    else:
+        raise UnbagError("explain needs --image and --caption, or --bench and --item")
+    a.protocol = "sgi"
+    cfg = SGIConfig(**{k: v for k, v in _sgi_options(a).items() if v is not None})
+    out = explain(models.load(a.model, device=a.device), bench, cfg, a.out)
+    print(f"explanation written to {out}")
+
+
 def _demo(a: argparse.Namespace) -> None:
     from .evaluate import evaluate
 
@@ -128,6 +145,17 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--quiet", action="store_true")
     _add_sgi_options(e)
     e.set_defaults(fn=_eval)
+    x = sub.add_parser("explain", help="draw which region each caption segment matches under SGI")
+    x.add_argument("--model", default="builtin")
+    x.add_argument("--image", default=None)
+    x.add_argument("--caption", default=None)
+    x.add_argument("--bench", default="ctrl", help="with --item: ctrl or ctrl:DIR")
+    x.add_argument("--item", default=None, help="item id, e.g. ood-color-0003")
+    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--out", default="explain.png")
+    x.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    _add_sgi_options(x)
+    x.set_defaults(fn=_explain)
     return p
 
 

@@ -13,16 +13,29 @@ from .base import Benchmark, Item
 DEFAULT_PER_CATEGORY = 400
 
 
+def _item(sw, px: int) -> Item:
+    rec = item_record(sw, px, [])
+    return Item(id=sw.id, images=[render(s, px) for s in sw.scenes], captions=sw.captions,
+                group={"split": sw.split, "category": sw.category},
+                meta={k: rec[k] for k in ("segments", "objects", "held_out")})
+
+
 def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64) -> Benchmark:
     """The ctrl benchmark rendered in memory (identical pixels to `unbag world build`)."""
-    items = []
-    for sw in generate(seed, per_category):
-        rec = item_record(sw, px, [])
-        items.append(Item(id=sw.id, images=[render(s, px) for s in sw.scenes], captions=sw.captions,
-                          group={"split": sw.split, "category": sw.category},
-                          meta={k: rec[k] for k in ("segments", "objects", "held_out")}))
+    items = [_item(sw, px) for sw in generate(seed, per_category)]
     return Benchmark("ctrl", "ctrl", items, image_size=px,
                      info={"seed": seed, "per_category": per_category, "size": px, "source": "generated"})
+
+
+def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:
+    """One item of the generated benchmark, by id ('{split}-{category}-{index}'), built alone."""
+    from ..world.swap import build_item
+
+    parts = item_id.split("-")
+    if len(parts) != 3 or parts[0] not in SPLITS or parts[1] not in CATEGORIES or not parts[2].isdigit():
+        raise UnbagError(f"ctrl: bad item id {item_id!r}; expected split-category-index, e.g. ood-color-0003")
+    it = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px)
+    return Benchmark("ctrl", "ctrl", [it], image_size=px, info={"seed": seed, "size": px, "source": "generated"})
 
 
 def _require(rec: dict, key: str, kind, loc: tuple) -> object:

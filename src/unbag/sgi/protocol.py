@@ -172,13 +172,14 @@ def aggregate(sim: torch.Tensor, allowed: torch.Tensor, assign: str) -> tuple[fl
 
 
 def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progress: bool = False,
-              cfg: SGIConfig | None = None, details: list | None = None) -> torch.Tensor:
+              cfg: SGIConfig | None = None, details: list | None = None,
+              cache: RegionCache | None = None) -> torch.Tensor:
     """Score tensor [items, images, captions] under SGI; `details` (a list) receives, per item,
     image and caption, the segments, regions chosen and their similarities."""
     cfg = cfg or SGIConfig()
     items = bench.items
     n_img, n_cap = len(items[0].images), len(items[0].captions)
-    regs = encode_regions(backend, bench, cfg, batch_size, progress=progress)
+    regs = encode_regions(backend, bench, cfg, batch_size, cache=cache, progress=progress)
     segs = caption_segments(bench, cfg)
     flat = [s.text for ss in segs for s in ss]
     temb = encode_texts(backend, flat, progress=progress)

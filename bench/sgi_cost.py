@@ -1,0 +1,57 @@
+"""SGI cost vs global scoring on the same ctrl test set, measured in one run (target <= 10x).
+
+Each protocol starts from a cold cache; the benchmark is rendered once beforehand and shared.
+Also prints the group scores so cost and accuracy are read together.
+
+    .venv/bin/python bench/sgi_cost.py --per-category 100 --model builtin
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from unbag import metrics, models
+from unbag.benchmarks.ctrl import generated
+from unbag.scoring.cosine import score_global
+from unbag.sgi.cache import RegionCache
+from unbag.sgi.protocol import SGIConfig, score_sgi
+
+CONFIGS = [("blobs+groups", "mask"), ("gt+groups", "mask"), ("proposals+groups", "mask"),
+           ("grid", "mask"), ("blobs+groups", "crop")]
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="builtin")
+    p.add_argument("--per-category", type=int, default=100)
+    p.add_argument("--threads", type=int, default=0)
+    a = p.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    backend = models.load(a.model)
+    bench = generated(seed=0, per_category=a.per_category)
+    score_global(backend, generated(seed=1, per_category=2))  # warm-up (allocations, first calls)
+    g, t_global = timed(lambda: score_global(backend, bench))
+    rows = [("global", t_global, g)]
+    for regions, mode in CONFIGS:
+        cfg = SGIConfig(regions=regions, mode=mode)
+        s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg, cache=RegionCache()))
+        rows.append((f"sgi {regions}/{mode}", t, s))
+    groups = [it.group for it in bench.items]
+    print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}")
+    print(f"{'protocol':32s} {'wall s':>8s} {'x global':>9s} {'ID group':>9s} {'OOD group':>10s}")
+    for name, t, s in rows:
+        flat, _, _ = metrics.aggregate(metrics.winoground(s), groups, ("group",))
+        print(f"{name:32s} {t:8.2f} {t / t_global:9.2f} {flat['id/all/group']:9.3f} {flat['ood/all/group']:10.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""`unbag explain`: which region each caption segment chose under SGI, drawn and tabulated."""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+from rich.console import Console
+from rich.table import Table
+
+from ..benchmarks.base import Benchmark, Item, load_image
+from ..errors import UnbagError
+from ..utils import atomic_write
+from .protocol import SGIConfig, score_sgi
+
+PALETTE = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+           (70, 240, 240), (240, 50, 230), (210, 245, 60)]
+PANEL = 256
+
+
+def _panel(img: Image.Image, d: dict, score: float, caption: str, font) -> Image.Image:
+    sx, sy = PANEL / img.width, PANEL / img.height
+    lines = [f"score {score:.4f}"] + [f"[{k}] {t} ({kind}): {s:.3f}" for k, ((t, kind), s)
+                                      in enumerate(zip(d["segments"], d["sims"]))]
+    lines = [ln if len(ln) <= 60 else ln[:57] + "..." for ln in [caption[:60]] + lines]
+    out = Image.new("RGB", (PANEL, PANEL + 16 * len(lines) + 8), "white")
+    out.paste(img.resize((PANEL, PANEL), Image.Resampling.NEAREST), (0, 0))
+    draw = ImageDraw.Draw(out)
+    for k, region in enumerate(d["regions"]):
+        col = PALETTE[k % len(PALETTE)]
+        for x0, y0, x1, y1 in region:
+            inset = 2 * (k % 3)  # keeps boxes of several segments on one region apart
+            draw.rectangle([x0 * sx + inset, y0 * sy + inset, x1 * sx - 1 - inset, y1 * sy - 1 - inset],
+                           outline=col, width=2)
+        x0, y0 = region[0][0] * sx, region[0][1] * sy
+        draw.text((x0 + 3, y0 + 2 + 10 * (k % 3)), str(k), fill=col, font=font)
+    for j, ln in enumerate(lines):
+        col = "black" if j < 2 else PALETTE[(j - 2) % len(PALETTE)]
+        draw.text((4, PANEL + 4 + 16 * j), ln, fill=col, font=font)
+    return out
+
+
+def explain(backend, bench: Benchmark, cfg: SGIConfig, out: str | os.PathLike) -> Path:
+    """Score every image x caption of the (single-item) benchmark and draw the matches."""
+    if len(bench.items) != 1:
+        raise UnbagError("explain works on one item")
+    it = bench.items[0]
+    details: list[dict] = []
+    scores = score_sgi(backend, bench, cfg=cfg, details=details)
+    font = ImageFont.load_default(size=12)
+    panels = []
+    table = Table(title=f"SGI matches · {backend.spec} · regions {cfg.region_cfg.name}")
+    for col in ("image", "caption", "segment", "kind", "region (x0,y0,x1,y1)...", "cosine"):
+        table.add_column(col)
+    for d in details:
+        img = load_image(it.images[d["image"]], it.source or it.id)
+        caption = it.captions[d["caption"]]
+        panels.append(_panel(img, d, float(scores[0, d["image"], d["caption"]]), caption, font))
+        for (text, kind), region, s in zip(d["segments"], d["regions"], d["sims"]):
+            table.add_row(str(d["image"]), str(d["caption"]), text, kind,
+                          " ".join(str(tuple(b)) for b in region), f"{s:.4f}")
+        table.add_row("", "", "[bold]SGI score", "", "", f"[bold]{float(scores[0, d['image'], d['caption']]):.4f}",
+                      end_section=True)
+    Console().print(table)
+    n_cap = len(it.captions)
+    rows = (len(panels) + n_cap - 1) // n_cap
+    h = max(p.height for p in panels)
+    sheet = Image.new("RGB", (n_cap * (PANEL + 8), rows * (h + 8)), "white")
+    for k, p in enumerate(panels):
+        sheet.paste(p, ((k % n_cap) * (PANEL + 8), (k // n_cap) * (h + 8)))
+    buf = io.BytesIO()
+    sheet.save(buf, format="PNG")
+    return atomic_write(out, buf.getvalue())
+
+
+def single_item(image: str, caption: str) -> Benchmark:
+    """A one-image, one-caption benchmark for explaining free input."""
+    if not Path(image).is_file():
+        raise UnbagError(f"{image}: image file not found")
+    return Benchmark("explain", "explain", [Item("input", [image], [caption], {}, source=image)])
+
+
+def bench_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:
+    """The benchmark restricted to one item."""
+    from ..benchmarks import load
+
+    if spec == "ctrl":
+        from ..benchmarks.ctrl import generated_item
+        return generated_item(item_id, seed)
+    b = load(spec, seed=seed)
+    chosen = [it for it in b.items if it.id == item_id]
+    if not chosen:
+        raise UnbagError(f"{spec}: no item with id {item_id!r} (ids look like {b.items[0].id!r})")
+    return Benchmark(b.name, b.spec, chosen, b.info, b.image_size)
