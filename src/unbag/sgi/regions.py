@@ -123,9 +123,9 @@ def blob_boxes(img: np.ndarray, pad: int = 1, min_area_frac: float = 0.004,
 
     h, w = img.shape[:2]
     diff = np.abs(img.astype(np.int16) - background_color(img).astype(np.int16)).max(-1)
-    labels, _ = ndimage.label(diff > threshold, structure=np.ones((3, 3)))
+    labels, _ = ndimage.label(diff > threshold)  # 4-connected: objects touching at a corner stay apart
     boxes = _segment_boxes(labels, lambda i, n: i > 0, pad, min_area_frac * h * w)
-    return [tuple(int(v) for v in b) for b in _merge_nested(boxes)]
+    return [tuple(int(v) for v in b) for b in _merge_nested(boxes, frac=0.9)]
 
 
 def _area(b) -> int:

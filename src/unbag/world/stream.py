@@ -23,16 +23,20 @@ class Sample:
 
 
 def training_scene(rng: np.random.Generator) -> Scene:
-    """A random scene of 1-4 objects; a quarter are groups of identical objects (counts)."""
+    """A random scene: 30% one object (what SGI's object regions look like), 20% one or two groups
+    of identical objects (counts), 50% two to four random objects."""
     while True:
-        if rng.random() < 0.25:
+        r = rng.random()
+        if r < 0.3:
+            objs = [random_attrs(rng, allow_held_out=False)]
+        elif r < 0.5:
             shapes = rng.choice(SHAPES, size=2, replace=False)
             n1 = int(rng.integers(1, 5))
             n2 = int(rng.integers(0, 5 - n1))
             protos = [random_attrs(rng, allow_held_out=False, shape=str(s)) for s in shapes]
             objs = [protos[0]] * n1 + [protos[1]] * n2
         else:
-            objs = [random_attrs(rng, allow_held_out=False) for _ in range(int(rng.integers(1, 5)))]
+            objs = [random_attrs(rng, allow_held_out=False) for _ in range(int(rng.integers(2, 5)))]
         placed = place(rng, objs)
         if placed is not None:
             return Scene(placed, int(rng.integers(2**31)))
