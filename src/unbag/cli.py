@@ -47,6 +47,7 @@ def _sgi_options(a: argparse.Namespace) -> dict:
         return {}
     return {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
             "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir,
+            "relations": a.relations, "relation_weight": a.relation_weight,
             "scales": tuple(float(x) for x in a.scales.split(",")) if a.scales else None}
 
 
@@ -59,6 +60,9 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g.add_argument("--match", default=None, help="kind (default: object segments -> single regions) | all")
     g.add_argument("--mix", type=float, default=None, help="weight of the global score (default 0)")
     g.add_argument("--segmenter", default=None, help="auto (default) | spacy | rules")
+    g.add_argument("--relations", default=None, help="cosine (default, the paper's) | geometry "
+                   "(also check left/right/above/below between the chosen regions)")
+    g.add_argument("--relation-weight", type=float, default=None, help="weight of the geometry check (0.1)")
     g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
     g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
 

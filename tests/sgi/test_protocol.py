@@ -98,3 +98,24 @@ def test_mixing_is_a_convex_combination(tiny, small_bench):
     b = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt", mix=0.25))
     g = score_global(tiny, small_bench)
     assert torch.allclose(b, 0.75 * a + 0.25 * g, atol=1e-5)
+
+
+def test_geometry_check_of_relations():
+    from unbag.sgi.protocol import geometry
+    from unbag.sgi.segments import Segment
+
+    segs = [Segment("a cube", "object"), Segment("a ball", "object"),
+            Segment("a cube to the left of a ball", "relation", (0, 1), "left"),
+            Segment("a cube riding a ball", "relation", (0, 1), None)]
+    left, right = ((0, 0, 10, 10),), ((30, 0, 40, 10),)
+    assert geometry(segs, [left, right, left, left]) == [0, 0, 1, 0]
+    assert geometry(segs, [right, left, left, left]) == [0, 0, -1, 0]
+
+
+def test_geometry_option_shifts_scores_by_the_weight(tiny, small_bench):
+    base = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups"))
+    geo = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups", relations="geometry", relation_weight=0.3))
+    rel = torch.tensor([it.group["category"] == "relation" for it in small_bench.items])
+    assert torch.equal(base[~rel], geo[~rel])  # only items with relation segments change
+    diff = (geo[rel] - base[rel]).abs()
+    assert torch.allclose(diff, torch.full_like(diff, 0.3 / 3), atol=1e-5)  # +-w/K, K = 3 segments

@@ -72,3 +72,21 @@ def test_fallback_is_used_with_a_warning_when_spacy_is_missing(monkeypatch):
     finally:
         monkeypatch.setattr(builtins, "__import__", real)
         seg.spacy_model.cache_clear()
+
+
+def test_relation_parts_and_predicates():
+    it = build_item(0, "id", "relation", 3)
+    rel = seg.from_grammar(it.segments[0])[2]
+    assert rel.parts == (0, 1) and rel.predicate in {"left", "right", "above", "below"}
+    assert seg.predicate_of("to the left of") == "left" and seg.predicate_of("under") == "below"
+    assert seg.predicate_of("riding") is None
+    r = seg.parse_rules("a red cube to the right of two blue spheres")[2]
+    assert r.parts == (0, 1) and r.predicate == "right"
+
+
+@needs_spacy
+def test_spacy_relation_predicate_uses_the_linking_words():
+    ss = seg.parse_spacy("a cat on top of a red table next to two dogs", seg.spacy_model())
+    rels = {s.text: s for s in ss if s.kind == "relation"}
+    assert rels["a cat on top of a red table"].predicate == "above"
+    assert rels["a cat on top of a red table"].parts == (0, 1)

@@ -8,7 +8,9 @@ unbag's choices (documented in docs/sgi.md): regions default to background-diffe
 their unions, masked in place (absolute size and position survive, unlike the paper's crops);
 with `match="kind"` an object segment is matched only to single regions and a group or relation
 segment to any region, so "a red cube" cannot be satisfied by a union that merely contains red and
-a cube somewhere.
+a cube somewhere. With `relations="geometry"` (off by default; not in the paper) a relation whose
+words name a spatial predicate (left of, right of, above, below...) adds +-relation_weight / K
+as the predicate holds or fails between the regions chosen for its subject and object.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from .regions import RegionConfig, background_color, cropped, masked, regions_fo
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
+RELATIONS = ("cosine", "geometry")
 
 
 @dataclass
@@ -42,6 +45,8 @@ class SGIConfig:
     match: str = "kind"
     mix: float = 0.0
     segmenter: str = "auto"  # auto: the benchmark's own segments when it has them, else spaCy
+    relations: str = "cosine"  # geometry: also check the spatial predicate on the chosen regions
+    relation_weight: float = 0.1
     scales: tuple[float, ...] = (0.5, 1 / 3)
     cache_dir: str | None = None
 
@@ -52,6 +57,8 @@ class SGIConfig:
             raise UnbagError(f"unknown SGI match policy {self.match!r}; use one of {', '.join(MATCH)}")
         if not 0.0 <= self.mix <= 1.0:
             raise UnbagError(f"SGI mix must be in [0, 1], got {self.mix}")
+        if self.relations not in RELATIONS:
+            raise UnbagError(f"unknown relation scoring {self.relations!r}; use one of {', '.join(RELATIONS)}")
         if self.segmenter not in ("auto", "spacy", "rules"):
             raise UnbagError(f"unknown segmenter {self.segmenter!r}; use auto, spacy or rules")
         self.region_cfg = RegionConfig.parse(self.regions, self.mode, scales=tuple(self.scales))
@@ -171,6 +178,25 @@ def aggregate(sim: torch.Tensor, allowed: torch.Tensor, assign: str) -> tuple[fl
     return float(best.mean()), choice.tolist()
 
 
+def _centre(region) -> tuple[float, float]:
+    return ((min(b[0] for b in region) + max(b[2] for b in region)) / 2,
+            (min(b[1] for b in region) + max(b[3] for b in region)) / 2)
+
+
+def geometry(segs: list[seg.Segment], chosen: list) -> list[float]:
+    """Per segment: +1 / -1 when a relation's spatial predicate holds / fails between the regions
+    chosen for its subject and object, 0 for everything else."""
+    out = []
+    for s in segs:
+        if s.kind != "relation" or s.parts is None or s.predicate is None:
+            out.append(0.0)
+            continue
+        (ax, ay), (bx, by) = _centre(chosen[s.parts[0]]), _centre(chosen[s.parts[1]])
+        holds = {"left": ax < bx, "right": ax > bx, "above": ay < by, "below": ay > by}[s.predicate]
+        out.append(1.0 if holds else -1.0)
+    return out
+
+
 def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progress: bool = False,
               cfg: SGIConfig | None = None, details: list | None = None,
               cache: RegionCache | None = None) -> torch.Tensor:
@@ -201,6 +227,9 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
                 else:
                     allowed = torch.ones_like(sim, dtype=torch.bool)
                 scores[n, i, c], choice = aggregate(sim, allowed, cfg.assign)
+                if cfg.relations == "geometry":
+                    geo = geometry(ss, [r.regions[j] for j in choice])
+                    scores[n, i, c] += cfg.relation_weight * sum(geo) / len(ss)
                 if details is not None:
                     details.append({"item": n, "image": i, "caption": c,
                                     "segments": [(s.text, s.kind) for s in ss],

@@ -28,11 +28,43 @@ RELATION_PATTERNS = ("to the left of", "to the right of", "on top of", "in front
 class Segment:
     text: str
     kind: str  # "object" | "group" | "relation"
+    # relations only: indices of the subject and object segments in the same list, and the
+    # spatial predicate when the words name one ("left", "right", "above", "below")
+    parts: tuple[int, int] | None = None
+    predicate: str | None = None
+
+
+# words between subject and object -> spatial predicate on the two regions' centres
+PREDICATES = (("to the left of", "left"), ("on the left of", "left"), ("left of", "left"),
+              ("to the right of", "right"), ("on the right of", "right"), ("right of", "right"),
+              ("on top of", "above"), ("above", "above"), ("over", "above"),
+              ("below", "below"), ("under", "below"), ("beneath", "below"), ("underneath", "below"))
+
+
+def predicate_of(words: str) -> str | None:
+    """The spatial predicate named by the words linking subject and object, if any."""
+    w = f" {words.lower().strip()} "
+    for phrase, pred in PREDICATES:
+        if f" {phrase} " in w:
+            return pred
+    return None
 
 
 def from_grammar(segments: list[dict]) -> list[Segment]:
-    """Segments shipped with a ctrl caption."""
-    return [Segment(s["text"], s["kind"]) for s in segments]
+    """Segments shipped with a ctrl caption (relation parts resolved to the object segments)."""
+    singles = {tuple(s["objects"]): k for k, s in enumerate(segments) if s["kind"] != "relation"}
+    out = []
+    for s in segments:
+        if s["kind"] == "relation" and len(s["objects"]) == 2:
+            a, b = singles.get((s["objects"][0],)), singles.get((s["objects"][1],))
+            parts = (a, b) if a is not None and b is not None else None
+            middle = s["text"]
+            if parts:
+                middle = s["text"][len(segments[a]["text"]):len(s["text"]) - len(segments[b]["text"])]
+            out.append(Segment(s["text"], "relation", parts, predicate_of(middle) if parts else None))
+        else:
+            out.append(Segment(s["text"], s["kind"]))
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,6 +105,7 @@ def parse_spacy(text: str, nlp) -> list[Segment]:
               if c.root.lower_ not in META_NOUNS and c.root.lower_ not in RELATION_NOUNS
               and c.root.pos_ not in ("PRON",)]
     out = [Segment(c.text, "group" if _is_group(c) else "object") for c in chunks]
+    index = {c.root.i: k for k, c in enumerate(chunks)}
     roots = {c.root.i: c for c in chunks}
     for b in chunks:
         if b.root.dep_ == "conj":  # "A and B" lists two things; it relates nothing
@@ -89,7 +122,11 @@ def parse_spacy(text: str, nlp) -> list[Segment]:
                           and c.i in roots), None)
             if a is not None:
                 if a.start < b.start:
-                    out.append(Segment(doc[a.start:b.end].text, "relation"))
+                    # the linking words: between B and the last chunk before it
+                    prev = max((c.end for c in chunks if c.end <= b.start), default=a.end)
+                    out.append(Segment(doc[a.start:b.end].text, "relation",
+                                       (index[a.root.i], index[b.root.i]),
+                                       predicate_of(doc[prev:b.start].text)))
                 break
     return out or [Segment(text, "object")]
 
@@ -107,7 +144,7 @@ def parse_rules(text: str) -> list[Segment]:
             first = p.split()[0] if p.split() else ""
             out.append(Segment(p, "group" if first in NUMBER_WORDS or first.isdigit() else "object"))
         if m:
-            out.append(Segment(part, "relation"))
+            out.append(Segment(part, "relation", (len(out) - 2, len(out) - 1), predicate_of(m.group(2))))
     return [s for s in out if s.text] or [Segment(text, "object")]
 
 
