@@ -86,9 +86,15 @@ def _explain(a: argparse.Namespace) -> None:
 
 def _demo(a: argparse.Namespace) -> None:
     from .evaluate import evaluate
+    from .reports.table import print_comparison
 
-    evaluate(model="builtin", bench="ctrl", protocol="global",
-             out=os.path.join(a.out, "results.json"), progress=not a.quiet)
+    runs = [("global", {}), ("sgi", {}), ("sgi", {"relations": "geometry"})]
+    results = []
+    for protocol, opts in runs:
+        name = protocol + ("-geometry" if opts else "")
+        results.append(evaluate(model="builtin", bench="ctrl", protocol=protocol, options=opts,
+                                out=os.path.join(a.out, f"{name}.json"), progress=not a.quiet))
+    print_comparison(results)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -6,16 +6,17 @@ image region (`assign="max"`, the paper's), or of a one-to-one segment-region as
 
 unbag's choices (documented in docs/sgi.md): regions default to background-difference blobs plus
 their unions, masked in place (absolute size and position survive, unlike the paper's crops);
-with `match="kind"` an object segment is matched only to single regions and a group or relation
-segment to any region, so "a red cube" cannot be satisfied by a union that merely contains red and
-a cube somewhere. With `relations="geometry"` (off by default; not in the paper) a relation whose
+with `match="kind"` an object segment is matched only to single regions, a group segment that
+says how many ("three red spheres") only to unions of that many regions, and a relation segment to
+any region, so "a red cube" cannot be satisfied by a union that merely contains red and a cube
+somewhere. With `relations="geometry"` (off by default; not in the paper) a relation whose
 words name a spatial predicate (left of, right of, above, below...) adds +-relation_weight / K
 as the predicate holds or fails between the regions chosen for its subject and object.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -72,10 +73,6 @@ class ImageRegions:
     """The regions of one image and their L2-normalised embeddings."""
     regions: list
     emb: torch.Tensor  # [R, D]
-    single: torch.Tensor = field(default=None)  # [R] bool: one-box regions
-
-    def __post_init__(self):
-        self.single = torch.tensor([len(r) == 1 for r in self.regions])
 
 
 def _content_key(arr: np.ndarray) -> str:
@@ -178,6 +175,19 @@ def aggregate(sim: torch.Tensor, allowed: torch.Tensor, assign: str) -> tuple[fl
     return float(best.mean()), choice.tolist()
 
 
+def allowed_pairs(segs: list[seg.Segment], r: ImageRegions) -> torch.Tensor:
+    """match="kind": which regions each segment may take [K, R]. An object segment takes single
+    regions; a group segment that says how many ("three ...") takes unions of that many regions;
+    everything else any region. A rule that would leave a segment nothing falls back to any region."""
+    sizes = torch.tensor([len(reg) for reg in r.regions])
+    rows = []
+    for s in segs:
+        want = 1 if s.kind == "object" else (s.count if s.kind == "group" else None)
+        row = sizes == want if want is not None else torch.ones_like(sizes, dtype=torch.bool)
+        rows.append(row if row.any() else torch.ones_like(sizes, dtype=torch.bool))
+    return torch.stack(rows)
+
+
 def _centre(region) -> tuple[float, float]:
     return ((min(b[0] for b in region) + max(b[2] for b in region)) / 2,
             (min(b[1] for b in region) + max(b[3] for b in region)) / 2)
@@ -221,11 +231,7 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
             for c in range(n_cap):
                 ss, e = segs[n * n_cap + c], seg_emb[n * n_cap + c]
                 sim = e @ r.emb.T
-                if cfg.match == "kind" and r.single.any():
-                    obj = torch.tensor([s.kind == "object" for s in ss])
-                    allowed = (~obj[:, None]) | r.single[None, :]
-                else:
-                    allowed = torch.ones_like(sim, dtype=torch.bool)
+                allowed = allowed_pairs(ss, r) if cfg.match == "kind" else torch.ones_like(sim, dtype=torch.bool)
                 scores[n, i, c], choice = aggregate(sim, allowed, cfg.assign)
                 if cfg.relations == "geometry":
                     geo = geometry(ss, [r.regions[j] for j in choice])

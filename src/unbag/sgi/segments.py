@@ -32,6 +32,22 @@ class Segment:
     # spatial predicate when the words name one ("left", "right", "above", "below")
     parts: tuple[int, int] | None = None
     predicate: str | None = None
+    count: int | None = None  # objects and groups: how many things the phrase names, if it says
+
+
+COUNTS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+          "seven": 7, "eight": 8, "nine": 9, "ten": 10, "both": 2, "pair": 2}
+
+
+def count_of(text: str) -> int | None:
+    """How many things a noun phrase names, from its number word (None when it does not say)."""
+    words = text.lower().split()
+    for w in words[:3]:
+        if w.isdigit():
+            return int(w)
+        if w in COUNTS and (w not in ("a", "an", "one") or w == words[0]):
+            return COUNTS[w]
+    return None
 
 
 # words between subject and object -> spatial predicate on the two regions' centres
@@ -63,7 +79,7 @@ def from_grammar(segments: list[dict]) -> list[Segment]:
                 middle = s["text"][len(segments[a]["text"]):len(s["text"]) - len(segments[b]["text"])]
             out.append(Segment(s["text"], "relation", parts, predicate_of(middle) if parts else None))
         else:
-            out.append(Segment(s["text"], s["kind"]))
+            out.append(Segment(s["text"], s["kind"], count=len(s["objects"])))
     return out
 
 
@@ -104,7 +120,7 @@ def parse_spacy(text: str, nlp) -> list[Segment]:
     chunks = [c for c in doc.noun_chunks
               if c.root.lower_ not in META_NOUNS and c.root.lower_ not in RELATION_NOUNS
               and c.root.pos_ not in ("PRON",)]
-    out = [Segment(c.text, "group" if _is_group(c) else "object") for c in chunks]
+    out = [Segment(c.text, "group" if _is_group(c) else "object", count=count_of(c.text)) for c in chunks]
     index = {c.root.i: k for k, c in enumerate(chunks)}
     roots = {c.root.i: c for c in chunks}
     for b in chunks:
@@ -142,7 +158,8 @@ def parse_rules(text: str) -> list[Segment]:
         pieces = [m.group(1), m.group(3)] if m else [part]
         for p in pieces:
             first = p.split()[0] if p.split() else ""
-            out.append(Segment(p, "group" if first in NUMBER_WORDS or first.isdigit() else "object"))
+            out.append(Segment(p, "group" if first in NUMBER_WORDS or first.isdigit() else "object",
+                               count=count_of(p)))
         if m:
             out.append(Segment(part, "relation", (len(out) - 2, len(out) - 1), predicate_of(m.group(2))))
     return [s for s in out if s.text] or [Segment(text, "object")]
