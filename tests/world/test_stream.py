@@ -26,3 +26,41 @@ def test_stream_is_deterministic_by_index():
 def test_stream_has_every_caption_form():
     kinds = {seg["kind"] for k in range(300) for seg in stream.sample(1, k, px=16).segments}
     assert kinds == {"object", "group", "relation"}
+
+
+def test_twins_differ_only_in_binding_and_stay_in_distribution():
+    from collections import Counter
+
+    from unbag.world import captions as cap
+
+    seen = Counter()
+    for k in range(600):
+        s = stream.sample(2, k, px=32)
+        t = stream.twin(2, k, px=32, s=s)
+        if t is None:
+            continue
+        seen[t.category] += 1
+        assert t.scene.held_out() == [] and t.caption != s.caption
+        assert sorted(t.caption.replace("cubes", "cube").split()) == sorted(s.caption.replace("cubes", "cube").split()) \
+            or t.category == "count"  # same words (count changes plurals)
+        a, b = s.scene.objects, t.scene.objects
+        if t.category in ("color", "size", "material"):
+            changed = [i for i in range(len(a)) if a[i] != b[i]]
+            assert len(changed) == 2
+            i, j = changed
+            attr = t.category
+            assert (getattr(b[i], attr), getattr(b[j], attr)) == (getattr(a[j], attr), getattr(a[i], attr))
+            assert all(a[n].with_(**{attr: getattr(b[n], attr)}) == b[n] for n in changed)
+        elif t.category == "relation":
+            i, rel, j = s.form.order
+            assert cap.relation_holds(b[j], rel, b[i]) and not cap.relation_holds(b[i], rel, b[j])
+    assert set(seen) == {"color", "size", "material", "count", "relation"}
+
+
+def test_twins_do_not_disturb_the_sample_stream():
+    before = [stream.sample(3, k).caption for k in range(20)]
+    for k in range(20):
+        stream.twin(3, k)
+    assert [stream.sample(3, k).caption for k in range(20)] == before
+    t1, t2 = stream.twin(3, 5), stream.twin(3, 5)
+    assert (t1 is None and t2 is None) or (t1.caption == t2.caption and (t1.image == t2.image).all())

@@ -6,6 +6,8 @@ with the indices of the scene objects it refers to. SGI and the alignment heads 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .scene import Obj
@@ -82,17 +84,41 @@ def groups_of(objs: list[Obj]) -> list[list[int]]:
     return list(keys.values())
 
 
-def describe(objs: list[Obj], rng: np.random.Generator) -> tuple[str, list[dict]]:
-    """A random caption of a training scene: relation form when it clearly holds, count form when
-    identical objects repeat, list form otherwise."""
+@dataclass(frozen=True)
+class Form:
+    """How a caption describes a scene, reusable on a twin scene with the same object indices:
+    kind 'list' (order = object indices), 'count' (order = groups of indices) or 'relation'
+    (order = (subject, relation, object))."""
+    kind: str
+    template: str
+    order: tuple
+
+
+def choose_form(objs: list[Obj], rng: np.random.Generator) -> Form:
+    """A random caption form for a training scene: relation form when it clearly holds, count form
+    when identical objects repeat, list form otherwise."""
     template = str(rng.choice(TEMPLATES))
     groups = groups_of(objs)
     if len(objs) == 2 and len(groups) == 2 and rng.random() < 0.5:
         for rel in rng.permutation(RELATIONS):
             i, j = (0, 1) if rng.random() < 0.5 else (1, 0)
             if relation_holds(objs[i], str(rel), objs[j]):
-                return relation_caption(objs, i, str(rel), j)
+                return Form("relation", template, (i, str(rel), j))
     if len(groups) < len(objs) or rng.random() < 0.2:
-        order = [groups[k] for k in rng.permutation(len(groups))]
-        return count_caption(objs, order, template)
-    return list_caption(objs, [int(k) for k in rng.permutation(len(objs))], template)
+        return Form("count", template, tuple(tuple(groups[k]) for k in rng.permutation(len(groups))))
+    return Form("list", template, tuple(int(k) for k in rng.permutation(len(objs))))
+
+
+def apply(form: Form, objs: list[Obj]) -> tuple[str, list[dict]]:
+    """The caption and segments of a form on a scene."""
+    if form.kind == "relation":
+        i, rel, j = form.order
+        return relation_caption(objs, i, rel, j)
+    if form.kind == "count":
+        return count_caption(objs, [list(g) for g in form.order], form.template)
+    return list_caption(objs, list(form.order), form.template)
+
+
+def describe(objs: list[Obj], rng: np.random.Generator) -> tuple[str, list[dict]]:
+    """A random caption of a training scene, with its segments."""
+    return apply(choose_form(objs, rng), objs)

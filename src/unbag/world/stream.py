@@ -11,7 +11,7 @@ import numpy as np
 
 from . import captions as cap
 from .render import render
-from .scene import SHAPES, Scene, place, random_attrs
+from .scene import ATTRIBUTES, SHAPES, Obj, Scene, _fits, place, random_attrs
 
 
 @dataclass
@@ -20,6 +20,17 @@ class Sample:
     caption: str
     segments: list[dict]
     scene: Scene
+    form: cap.Form | None = None
+
+
+@dataclass
+class Twin:
+    """A hard negative that differs from its sample only in binding, with what was swapped."""
+    image: np.ndarray
+    caption: str
+    segments: list[dict]
+    scene: Scene
+    category: str  # color | size | material | count | relation
 
 
 def training_scene(rng: np.random.Generator) -> Scene:
@@ -46,8 +57,59 @@ def sample(seed: int, index: int, px: int = 64) -> Sample:
     """Training sample `index` of the stream with this seed."""
     rng = np.random.default_rng([seed, 7, index])  # 7: keeps the stream apart from test items
     scene = training_scene(rng)
-    text, segs = cap.describe(scene.objects, rng)
-    return Sample(render(scene, px), text, segs, scene)
+    form = cap.choose_form(scene.objects, rng)
+    text, segs = cap.apply(form, scene.objects)
+    return Sample(render(scene, px), text, segs, scene, form)
+
+
+def _swaps(objs: list[Obj], form: cap.Form):
+    """Every binding swap of a scene under its caption form: (category, objects, form)."""
+    if form.kind == "relation":
+        i, rel, j = form.order
+        moved = list(objs)
+        moved[i], moved[j] = objs[i].with_(x=objs[j].x, y=objs[j].y), objs[j].with_(x=objs[i].x, y=objs[i].y)
+        yield "relation", moved, cap.Form("relation", form.template, (j, rel, i))  # "B rel A"
+    if form.kind == "count":
+        if len(form.order) == 2 and len(form.order[0]) != len(form.order[1]):
+            (ga, gb) = form.order
+            a, b = objs[ga[0]], objs[gb[0]]
+            swapped = [a] * len(gb) + [b] * len(ga)
+            groups = (tuple(range(len(gb))), tuple(range(len(gb), len(gb) + len(ga))))
+            yield "count", swapped, cap.Form("count", form.template, groups)
+        return
+    for i in range(len(objs)):
+        for j in range(i + 1, len(objs)):
+            for attr in ATTRIBUTES:
+                x, y = getattr(objs[i], attr), getattr(objs[j], attr)
+                if x != y:
+                    out = list(objs)
+                    out[i], out[j] = objs[i].with_(**{attr: y}), objs[j].with_(**{attr: x})
+                    yield attr, out, form
+
+
+def twin(seed: int, index: int, px: int = 64, s: Sample | None = None) -> Twin | None:
+    """A binding-swap twin of sample `index` (its own random stream), or None when the scene has
+    no swap that stays free of held-out combinations and overlaps."""
+    s = s or sample(seed, index, px)
+    rng = np.random.default_rng([seed, 8, index])  # 8: twins never disturb the sample stream
+    options = list(_swaps(s.scene.objects, s.form))
+    for k in rng.permutation(len(options)):
+        category, objs, form = options[k]
+        if category == "count":
+            placed = place(rng, objs)
+            if placed is None:
+                continue
+            objs = placed
+        elif category == "size" and not all(_fits(o, objs[:n]) for n, o in enumerate(objs)):
+            continue
+        if any(o.held_out() for o in objs):
+            continue
+        text, segs = cap.apply(form, objs)
+        if text == s.caption:
+            continue
+        scene = Scene(objs, s.scene.seed)
+        return Twin(render(scene, px), text, segs, scene, category)
+    return None
 
 
 def batch(seed: int, step: int, size: int, px: int = 64, offset: int = 0) -> list[Sample]:
