@@ -123,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip")
+    t.add_argument("--method", default="clip", help="clip | ft | negclip")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
     t.add_argument("--data", default="world")
     t.add_argument("--steps", type=int, default=1000)

@@ -126,8 +126,12 @@ class Trainer:
 
     def _prepare(self, raw: dict) -> dict:
         dev = self.backend.device
-        return {"pixels": self.backend.normalize_pixels(raw["images"].to(dev)),
-                "ids": self.backend.tokenize(raw["captions"]).to(dev), **raw}
+        out = {"pixels": self.backend.normalize_pixels(raw["images"].to(dev)),
+               "ids": self.backend.tokenize(raw["captions"]).to(dev), **raw}
+        if "twin_images" in raw:
+            out["twin_pixels"] = self.backend.normalize_pixels(raw["twin_images"].to(dev))
+            out["twin_ids"] = self.backend.tokenize(raw["twin_captions"]).to(dev)
+        return out
 
     def fit(self, resume: bool = False, progress: bool = True) -> Path:
         """Train to cfg.steps (continuing from out/ckpt with resume) and export out/model."""
@@ -147,7 +151,8 @@ class Trainer:
         write_json(self.out / "config.json", {"config": asdict(cfg), "versions": versions()})
         self.model.train()
         px = self.backend.image_size[0]
-        it = batches(cfg.data, cfg.seed, cfg.batch_size, px, self.step, cfg.steps, cfg.workers)
+        it = batches(cfg.data, cfg.seed, cfg.batch_size, px, self.step, cfg.steps, cfg.workers,
+                     twins=getattr(self.objective, "needs_twins", False))
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0

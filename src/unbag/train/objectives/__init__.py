@@ -2,5 +2,7 @@
 from __future__ import annotations
 
 from .clip import ClipObjective
+from .ft import FTObjective
+from .negclip import NegCLIPObjective
 
-OBJECTIVES = {"clip": ClipObjective}
+OBJECTIVES = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective}

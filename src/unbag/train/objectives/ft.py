@@ -1,0 +1,34 @@
+"""FT: full fine-tuning with symmetric InfoNCE; hard-negative pairs join the batch as extra pairs.
+
+Spec methods.md section 4 (the authors' FT script, BiVLC's CLIP_fine_tuning.py): when a sample
+has a negative image and a negative caption, the (negative image, negative caption) pair is
+appended as one more in-batch pair, giving (B + B_neg) x (B + B_neg) logits.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...models.base import Backend
+from .clip import clip_loss
+
+
+def ft_loss(image: torch.Tensor, text: torch.Tensor, neg_image: torch.Tensor | None,
+            neg_text: torch.Tensor | None, scale: torch.Tensor) -> torch.Tensor:
+    """clip_loss over the positives with the negative pairs appended."""
+    if neg_image is not None and len(neg_image):
+        image, text = torch.cat([image, neg_image]), torch.cat([text, neg_text])
+    return clip_loss(image, text, scale)
+
+
+class FTObjective:
+    name = "ft"
+    needs_twins = True
+
+    def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
+        n = len(batch["pixels"])
+        pixels = torch.cat([batch["pixels"], batch["twin_pixels"]])
+        ids = torch.cat([batch["ids"], batch["twin_ids"]])
+        image, text = backend.encode_images(pixels).embeds, backend.encode_texts(ids).embeds
+        scale = backend.logit_scale
+        loss = ft_loss(image[:n], text[:n], image[n:], text[n:], scale)
+        return loss, {"logit_scale": float(scale.detach()), "negatives": len(pixels) - n}

@@ -1,0 +1,35 @@
+"""NegCLIP: image->text over [positives; hard-negative captions], text->image over positives.
+
+Spec methods.md section 5. Every image sees every negative caption of the batch as a column
+(B x (B + B_neg) logits), as in NegCLIP's released code; text->image is B x B over positives only.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...models.base import Backend
+
+
+def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor,
+                 scale: torch.Tensor) -> torch.Tensor:
+    """Mean of i2t CE over [positives; negatives] columns and t2i CE over positives."""
+    image, text = F.normalize(image, dim=-1), F.normalize(text, dim=-1)
+    neg_text = F.normalize(neg_text, dim=-1)
+    target = torch.arange(len(image), device=image.device)
+    i2t = scale * image @ torch.cat([text, neg_text]).T
+    t2i = scale * text @ image.T
+    return (F.cross_entropy(i2t, target) + F.cross_entropy(t2i, target)) / 2
+
+
+class NegCLIPObjective:
+    name = "negclip"
+    needs_twins = True
+
+    def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
+        n = len(batch["ids"])
+        image = backend.encode_images(batch["pixels"]).embeds
+        text = backend.encode_texts(torch.cat([batch["ids"], batch["twin_ids"]])).embeds
+        scale = backend.logit_scale
+        loss = negclip_loss(image, text[:n], text[n:], scale)
+        return loss, {"logit_scale": float(scale.detach()), "negatives": len(text) - n}
