@@ -4,20 +4,21 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Union
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import UnbagError
 
-ImageRef = "str | np.ndarray"  # a file path, or pixels [H, W, 3] uint8 held in memory
+ImageRef = Union[str, np.ndarray]  # a file path, or pixels [H, W, 3] uint8 held in memory
 
 
 @dataclass
 class Item:
     """One test item: images x captions; caption i belongs to image i (for 2x2 items)."""
     id: str
-    images: list  # list[ImageRef]
+    images: list[ImageRef]
     captions: list[str]
     group: dict[str, str]  # e.g. {"split": "ood", "category": "color"}
     meta: dict = field(default_factory=dict)  # segments, objects, held-out combos...
@@ -34,14 +35,14 @@ class Benchmark:
     image_size: int | None = None
 
 
-def image_key(ref) -> str:
+def image_key(ref: ImageRef) -> str:
     """Identity of an image for deduplication: its path, or a hash of its pixels."""
     if isinstance(ref, np.ndarray):
         return "sha1:" + hashlib.sha1(np.ascontiguousarray(ref).tobytes()).hexdigest()
     return str(Path(ref))
 
 
-def load_image(ref, where: str, expect_side: int | None = None) -> Image.Image:
+def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Image.Image:
     """Open an image reference as RGB, with an error that says which item and field is at fault."""
     if isinstance(ref, np.ndarray):
         img = Image.fromarray(ref)
