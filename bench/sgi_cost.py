@@ -18,8 +18,10 @@ from unbag.scoring.cosine import score_global
 from unbag.sgi.cache import RegionCache
 from unbag.sgi.protocol import SGIConfig, score_sgi
 
-CONFIGS = [("blobs+groups", "mask"), ("gt+groups", "mask"), ("proposals+groups", "mask"),
-           ("grid", "mask"), ("blobs+groups", "crop")]
+CONFIGS = [("blobs+groups", "mask", "cosine"), ("blobs+groups", "mask", "geometry"),
+           ("gt+groups", "mask", "cosine"), ("proposals+groups", "mask", "cosine"),
+           ("grid", "mask", "cosine"), ("blobs+groups", "crop", "cosine")]
+CATEGORIES = ("color", "size", "material", "count", "relation")
 
 
 def timed(fn):
@@ -41,16 +43,18 @@ def main() -> None:
     score_global(backend, generated(seed=1, per_category=2))  # warm-up (allocations, first calls)
     g, t_global = timed(lambda: score_global(backend, bench))
     rows = [("global", t_global, g)]
-    for regions, mode in CONFIGS:
-        cfg = SGIConfig(regions=regions, mode=mode)
+    for regions, mode, relations in CONFIGS:
+        cfg = SGIConfig(regions=regions, mode=mode, relations=relations)
         s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg, cache=RegionCache()))
-        rows.append((f"sgi {regions}/{mode}", t, s))
+        rows.append((f"sgi {regions}/{mode}" + ("/geometry" if relations == "geometry" else ""), t, s))
     groups = [it.group for it in bench.items]
-    print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}")
-    print(f"{'protocol':32s} {'wall s':>8s} {'x global':>9s} {'ID group':>9s} {'OOD group':>10s}")
+    print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}; group scores ID/OOD (%)")
+    head = " ".join(f"{c:>11s}" for c in CATEGORIES + ("all",))
+    print(f"| {'protocol':34s} | {'wall s':>7s} | {'x global':>8s} | " + " | ".join(head.split()) + " |")
     for name, t, s in rows:
         flat, _, _ = metrics.aggregate(metrics.winoground(s), groups, ("group",))
-        print(f"{name:32s} {t:8.2f} {t / t_global:9.2f} {flat['id/all/group']:9.3f} {flat['ood/all/group']:10.3f}")
+        cells = [f"{100 * flat[f'id/{c}/group']:.1f}/{100 * flat[f'ood/{c}/group']:.1f}" for c in CATEGORIES + ("all",)]
+        print(f"| {name:34s} | {t:7.2f} | {t / t_global:8.2f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

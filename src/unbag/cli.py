@@ -48,7 +48,17 @@ def _sgi_options(a: argparse.Namespace) -> dict:
     return {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
             "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir,
             "relations": a.relations, "relation_weight": a.relation_weight,
-            "scales": tuple(float(x) for x in a.scales.split(",")) if a.scales else None}
+            "scales": _floats(a.scales, "--scales") if a.scales else None}
+
+
+def _floats(text: str, flag: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise UnbagError(f"{flag} takes comma-separated numbers, got {text!r}") from None
+    if not all(0 < v <= 1 for v in vals):
+        raise UnbagError(f"{flag} values are fractions of the image side in (0, 1], got {text!r}")
+    return vals
 
 
 def _add_sgi_options(e: argparse.ArgumentParser) -> None:
