@@ -108,7 +108,10 @@ def _demo(a: argparse.Namespace) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="unbag", description="Measure and improve binding in dual encoders.")
+    p.add_argument("--version", action="version", version=f"unbag {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     d = sub.add_parser("demo", help="evaluate the built-in model on the built-in benchmark")
