@@ -9,15 +9,43 @@ from .errors import UnbagError
 
 
 def _train(a: argparse.Namespace) -> None:
+    if a.method in ("tflocal", "tfglobal"):
+        return _train_head(a)
     from .train.engine import TrainConfig, Trainer
 
     cfg = TrainConfig(method=a.method, model=a.model, data=a.data, steps=a.steps,
-                      batch_size=a.batch_size, lr=a.lr, warmup=a.warmup, weight_decay=a.weight_decay,
+                      batch_size=a.batch_size or 128, lr=a.lr or 1e-3, warmup=a.warmup, weight_decay=a.weight_decay,
                       grad_clip=a.grad_clip, seed=a.seed, workers=a.workers, compile=a.compile,
                       threads=a.threads, ckpt_every=a.ckpt_every, log_every=a.log_every,
                       device=a.device)
     out = Trainer(cfg, a.out).fit(resume=a.resume, progress=not a.quiet)
     print(f"model written to {out}")
+
+
+def _train_head(a: argparse.Namespace) -> None:
+    from . import models
+    from .heads.common import HeadConfig
+    from .heads.features import FeatureCache
+    from .heads.train import HeadTrainConfig, train_head
+
+    FeatureCache(a.data, models.load(a.model))  # refuses a cache of another backbone
+    cfg = HeadTrainConfig(head=HeadConfig(kind=a.method, text=a.text, width=a.width, layers=a.layers),
+                          steps=a.steps, batch_size=a.batch_size or 64, lr=a.lr or 2e-3,
+                          warmup=a.warmup, seed=a.seed)
+    out = train_head(a.data, cfg, a.out, progress=not a.quiet)
+    print(f"head written to {out}")
+
+
+def _features(a: argparse.Namespace) -> None:
+    from . import models
+    from .heads.features import extract_world
+
+    name, _, seed = a.data.partition(":")
+    if name != "world":
+        raise UnbagError(f"unknown feature data {a.data!r}; available: world[:SEED]")
+    out = extract_world(models.load(a.model, device=a.device), a.out, n=a.n,
+                        seed=int(seed) if seed else 1, progress=not a.quiet)
+    print(f"features written to {out}")
 
 
 def _world_build(a: argparse.Namespace) -> None:
@@ -136,14 +164,17 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip", help="clip | ft | negclip")
+    t.add_argument("--method", default="clip", help="clip | ft | negclip | tflocal | tfglobal")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
-    t.add_argument("--data", default="world")
+    t.add_argument("--data", default="world", help="world, or a feature cache DIR for tflocal/tfglobal")
+    t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
+    t.add_argument("--width", type=int, default=64, help="heads: transformer width")
+    t.add_argument("--layers", type=int, default=1, help="heads: layers")
     t.add_argument("--steps", type=int, default=1000)
     t.add_argument("--out", required=True)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")
-    t.add_argument("--batch-size", type=int, default=128)
-    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--batch-size", type=int, default=None, help="default 128 (heads: 64)")
+    t.add_argument("--lr", type=float, default=None, help="default 1e-3 (heads: 2e-3)")
     t.add_argument("--warmup", type=int, default=50)
     t.add_argument("--weight-decay", type=float, default=0.1)
     t.add_argument("--grad-clip", type=float, default=1.0)
@@ -160,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default="builtin")
     e.add_argument("--bench", default="ctrl", help="ctrl (generated) or ctrl:DIR (built with `world build`)")
-    e.add_argument("--protocol", default="global", help="global | sgi")
+    e.add_argument("--protocol", default="global", help="global | sgi | head:PATH")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)
     e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")
@@ -168,6 +199,15 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--quiet", action="store_true")
     _add_sgi_options(e)
     e.set_defaults(fn=_eval)
+    f = sub.add_parser("features", help="cache frozen features for head training")
+    f.add_argument("--model", default="builtin")
+    f.add_argument("--data", default="world", help="world[:SEED] (samples and their twins)")
+    f.add_argument("--n", type=int, default=20000, help="number of stream samples")
+    f.add_argument("--out", required=True)
+    f.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    f.add_argument("--quiet", action="store_true")
+    f.set_defaults(fn=_features)
+
     x = sub.add_parser("explain", help="draw which region each caption segment matches under SGI")
     x.add_argument("--model", default="builtin")
     x.add_argument("--image", default=None)

@@ -7,7 +7,7 @@ from typing import Callable
 from ..errors import UnbagError
 from .cosine import score_global
 
-PROTOCOLS = ("global", "sgi")
+PROTOCOLS = ("global", "sgi", "head:PATH")
 
 
 def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
@@ -22,4 +22,10 @@ def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
         except TypeError as e:
             raise UnbagError(f"bad SGI option: {e}") from None
         return functools.partial(score_sgi, cfg=cfg), cfg.record()
+    if protocol.startswith("head:"):
+        from ..heads.protocol import score_head
+        from ..heads.train import load_head
+        path = protocol[len("head:"):]
+        _, record = load_head(path)
+        return functools.partial(score_head, path=path), {"head": record["head"], "backbone": record["backbone"]}
     raise UnbagError(f"unknown protocol {protocol!r}; available: {', '.join(PROTOCOLS)}")

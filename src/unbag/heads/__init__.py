@@ -1,0 +1,1 @@
+"""Learned alignment heads on frozen features: TFLocal (patches) and TFGlobal (the control)."""

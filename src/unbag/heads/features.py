@@ -1,0 +1,148 @@
+"""Feature cache for the alignment heads: frozen features extracted once, read many times.
+
+Layout of DIR:
+  index.json            backbone spec and weights hash, fields (dtype, row shape), rows, shards
+  {field}-{k:05d}.npy   rows [k*SHARD, (k+1)*SHARD) of a field (fp16 features, bool masks, int64)
+Fields: img_global [D], img_patches [P, D], txt_global [D], txt_tokens [L, D], txt_mask [L],
+phr_global [K, D] (each caption phrase encoded on its own), phr_mask [K], twin [] (row of this
+row's binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from rich.progress import track
+
+from ..errors import UnbagError
+from ..models.base import Backend
+from ..utils import atomic_dir
+
+SHARD = 8192
+MAX_PHRASES = 5
+FORMAT = "unbag-features"
+
+
+def backbone_id(backend: Backend) -> str:
+    """Hash of the backbone's weights: a cache (and a head) belongs to exactly one backbone."""
+    h = hashlib.sha1()
+    for k, v in sorted(backend.model.state_dict().items()):
+        h.update(k.encode())
+        h.update(v.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _l2(t: torch.Tensor) -> torch.Tensor:
+    return F.normalize(t.float(), dim=-1).cpu()
+
+
+@torch.inference_mode()
+def image_features(backend: Backend, pixels: torch.Tensor) -> dict:
+    """Frozen global and patch features of preprocessed images [N, 3, H, W]."""
+    im = backend.encode_images(pixels.to(backend.device), tokens=True)
+    return {"img_global": _l2(im.embeds), "img_patches": _l2(im.patches)}
+
+
+@torch.inference_mode()
+def text_features(backend: Backend, captions: list[str], phrases: list[list[str]]) -> dict:
+    """Frozen global and token features of captions, and each phrase encoded on its own."""
+    dev = backend.device
+    tx = backend.encode_texts(backend.tokenize(captions).to(dev), tokens=True)
+    flat = [p for ps in phrases for p in ps[:MAX_PHRASES]]
+    pe = _l2(backend.encode_texts(backend.tokenize(flat).to(dev)).embeds)
+    phr = torch.zeros(len(captions), MAX_PHRASES, pe.shape[1])
+    pmask = torch.zeros(len(captions), MAX_PHRASES, dtype=torch.bool)
+    k = 0
+    for i, ps in enumerate(phrases):
+        n = min(len(ps), MAX_PHRASES)
+        phr[i, :n], pmask[i, :n] = pe[k:k + n], True
+        k += n
+    return {"txt_global": _l2(tx.embeds), "txt_tokens": _l2(tx.tokens), "txt_mask": tx.mask.cpu(),
+            "phr_global": phr, "phr_mask": pmask}
+
+
+def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1,
+                  chunk: int = 256, progress: bool = True) -> Path:
+    """Cache features of world stream samples 0..n-1 (seed) and of their twins."""
+    from ..world import stream
+
+    px = backend.image_size[0]
+    rows: dict[str, list[np.ndarray]] = {}
+    twin_rows: dict[str, list[np.ndarray]] = {}
+    twin_of: list[int] = []
+    for start in track(range(0, n, chunk), description="features", disable=not progress):
+        samples = [stream.sample(seed, k, px) for k in range(start, min(n, start + chunk))]
+        twins = [(start + j, stream.twin(seed, start + j, px, s)) for j, s in enumerate(samples)]
+        twins = [(k, t) for k, t in twins if t is not None]
+        for store, items in ((rows, samples), (twin_rows, [t for _, t in twins])):
+            if not items:
+                continue
+            pixels = backend.normalize_pixels(torch.from_numpy(np.stack([x.image for x in items])))
+            f = image_features(backend, pixels) | text_features(
+                backend, [x.caption for x in items], [[s["text"] for s in x.segments] for x in items])
+            for k, v in f.items():
+                store.setdefault(k, []).append(v.numpy())
+        twin_of += [k for k, _ in twins]
+    fields = {k: np.concatenate(rows[k] + twin_rows.get(k, [])) for k in rows}
+    twin = np.full(len(fields["img_global"]), -1, dtype=np.int64)
+    for j, k in enumerate(twin_of):  # pair sample k with its twin row n + j, both ways
+        twin[k], twin[n + j] = n + j, k
+    fields["twin"] = twin
+    meta = {"data": f"world:{seed}", "samples": n, "twins": len(twin_of)}
+    return write(out, backend, fields, meta)
+
+
+def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict) -> Path:
+    """Write fields as shards (features as fp16) with an index, atomically."""
+    rows = len(next(iter(fields.values())))
+    index = {"format": FORMAT, "version": 1, "backbone": backend.spec, "backbone_id": backbone_id(backend),
+             "rows": rows, "shard_rows": SHARD, "fields": {}, **meta}
+    with atomic_dir(out) as tmp:
+        for name, arr in fields.items():
+            if arr.dtype == np.float32 or arr.dtype == np.float64:
+                arr = arr.astype(np.float16)
+            index["fields"][name] = {"dtype": str(arr.dtype), "shape": list(arr.shape[1:])}
+            for k, s in enumerate(range(0, rows, SHARD)):
+                np.save(tmp / f"{name}-{k:05d}.npy", np.ascontiguousarray(arr[s:s + SHARD]))
+        (tmp / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    return Path(out)
+
+
+class FeatureCache:
+    """Read access to a cache: memory-mapped shards, rows fetched by index."""
+
+    def __init__(self, root: str | os.PathLike, backend: Backend | None = None):
+        self.root = Path(root)
+        try:
+            self.index = json.loads((self.root / "index.json").read_text())
+        except FileNotFoundError:
+            raise UnbagError(f"{self.root}: not a feature cache (no index.json); build one with "
+                             "`unbag features`") from None
+        if self.index.get("format") != FORMAT:
+            raise UnbagError(f"{self.root}/index.json: field 'format' is not {FORMAT!r}")
+        if backend is not None:
+            self.check(backend.spec, backbone_id(backend))
+        self.rows = self.index["rows"]
+        self._shards = {name: [np.load(p, mmap_mode="r") for p in sorted(self.root.glob(f"{name}-*.npy"))]
+                        for name in self.index["fields"]}
+
+    def check(self, spec: str, ident: str) -> None:
+        """Refuse a cache built from another backbone."""
+        if self.index["backbone_id"] != ident:
+            raise UnbagError(f"{self.root}: cache built for backbone {self.index['backbone']!r} "
+                             f"(weights {self.index['backbone_id'][:12]}), not for {spec!r} "
+                             f"(weights {ident[:12]}); rebuild it with `unbag features --model {spec}`")
+
+    def get(self, name: str, idx: np.ndarray) -> torch.Tensor:
+        """Rows `idx` of a field as a tensor (float32 for features)."""
+        shards = self._shards[name]
+        idx = np.asarray(idx)
+        parts = [shards[i // SHARD][i % SHARD] for i in idx.tolist()]
+        arr = np.stack(parts) if parts else np.zeros((0,) + tuple(self.index["fields"][name]["shape"]))
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+        return t.float() if t.dtype == torch.float16 else t

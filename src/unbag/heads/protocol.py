@@ -1,0 +1,57 @@
+"""Protocol `head:PATH`: a trained alignment head scores each item's candidate pairs.
+
+The head is a cross-encoder, so it scores only the pairs an item asks about (images x captions of
+the item), from frozen features computed once per distinct image and caption.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..benchmarks.base import Benchmark
+from ..errors import UnbagError
+from ..models.base import Backend
+from ..scoring.encode import _pixels, unique
+from .common import text_inputs
+from .features import backbone_id, image_features, text_features
+from .train import load_head
+
+
+@torch.inference_mode()
+def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progress: bool = False,
+               path: str = "") -> torch.Tensor:
+    """Score tensor [items, images, captions] from the head at `path` on `backend`'s features."""
+    from ..benchmarks.base import image_key
+    from ..sgi.protocol import SGIConfig, caption_segments
+
+    head, record = load_head(path)
+    if record["backbone_id"] != backbone_id(backend):
+        raise UnbagError(f"{path}: head trained on backbone {record['backbone']!r}, not on "
+                         f"{backend.spec!r} (different weights); evaluate it with --model {record['backbone']}")
+    items = bench.items
+    n_img, n_cap = len(items[0].images), len(items[0].captions)
+    refs = [r for it in items for r in it.images]
+    wheres = [f"{it.source or it.id}: field 'images[{k}]'" for it in items for k in range(n_img)]
+    texts = [c for it in items for c in it.captions]
+    phrases = [[s.text for s in ss] for ss in caption_segments(bench, SGIConfig())]
+    img_order, img_inv = unique([image_key(r) for r in refs])
+    cap_order, cap_inv = unique(texts)
+    feats: dict[str, list] = {}
+    for s in range(0, len(img_order), batch_size):
+        ii = img_order[s:s + batch_size]
+        px = _pixels(backend, [refs[i] for i in ii], [wheres[i] for i in ii], bench.image_size)
+        for k, v in image_features(backend, px).items():
+            feats.setdefault(k, []).append(v)
+    for s in range(0, len(cap_order), batch_size):
+        cc = cap_order[s:s + batch_size]
+        for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
+            feats.setdefault(k, []).append(v)
+    f = {k: torch.cat(v) for k, v in feats.items()}
+    img_idx = torch.tensor(img_inv).view(len(items), n_img)
+    cap_idx = torch.tensor(cap_inv).view(len(items), n_cap)
+    ii = img_idx[:, :, None].expand(-1, -1, n_cap).reshape(-1)
+    cc = cap_idx[:, None, :].expand(-1, n_img, -1).reshape(-1)
+    txt, mask = text_inputs(f, head.cfg.text)
+    out = torch.cat([head(f["img_global"][ii[s:s + batch_size]], f["img_patches"][ii[s:s + batch_size]],
+                          txt[cc[s:s + batch_size]], mask[cc[s:s + batch_size]])
+                     for s in range(0, len(ii), batch_size)])
+    return out.view(len(items), n_img, n_cap)

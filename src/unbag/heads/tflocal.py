@@ -1,0 +1,34 @@
+"""TFLocal: text vectors cross-attend to frozen patch tokens; one match score per (image, text).
+
+Spec methods.md section 3 (architecture is unbag's choice). Each text vector (a caption phrase
+encoded on its own, or a caption token) is a query; `layers` transformer decoder layers let the
+queries attend to the projected patch tokens (with learned positions) and to each other; each query
+yields a score, averaged over the real (unmasked) queries.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .common import HeadConfig
+
+
+class TFLocal(nn.Module):
+    def __init__(self, cfg: HeadConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.img_in = nn.Linear(cfg.dim, cfg.width)
+        self.txt_in = nn.Linear(cfg.dim, cfg.width)
+        self.pos = nn.Parameter(torch.zeros(1, cfg.patches + 1, cfg.width))
+        layer = nn.TransformerDecoderLayer(cfg.width, cfg.heads, 2 * cfg.width, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerDecoder(layer, cfg.layers)
+        self.out = nn.Sequential(nn.LayerNorm(cfg.width), nn.Linear(cfg.width, 1))
+
+    def forward(self, img_global: torch.Tensor, patches: torch.Tensor, text: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        """Scores [N] of N (image, text) pairs: patches [N, P, D], text [N, T, D], mask [N, T]."""
+        memory = self.img_in(torch.cat([img_global[:, None], patches], 1)) + self.pos
+        h = self.blocks(self.txt_in(text), memory, tgt_key_padding_mask=~mask)
+        s = self.out(h).squeeze(-1).masked_fill(~mask, 0.0)
+        return s.sum(1) / mask.sum(1).clamp(min=1)

@@ -1,0 +1,125 @@
+"""Train an alignment head from a feature cache: the backbone never runs here."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from rich.progress import Progress
+from safetensors.torch import load_file, save_file
+
+from ..errors import UnbagError
+from ..utils import atomic_dir, versions
+from .common import HeadConfig, match_loss, text_inputs
+from .features import FeatureCache
+from .tfglobal import TFGlobal
+from .tflocal import TFLocal
+
+HEADS = {"tflocal": TFLocal, "tfglobal": TFGlobal}
+
+
+@dataclass
+class HeadTrainConfig:
+    """Head training run: architecture plus optimisation."""
+    head: HeadConfig = field(default_factory=HeadConfig)
+    steps: int = 500
+    batch_size: int = 64
+    negatives: int = 3  # random in-batch candidates per positive, besides its twin
+    lr: float = 2e-3
+    warmup: int = 50
+    weight_decay: float = 0.01
+    seed: int = 0
+
+
+def build(cfg: HeadConfig) -> torch.nn.Module:
+    if cfg.kind not in HEADS:
+        raise UnbagError(f"unknown head {cfg.kind!r}; available: {', '.join(HEADS)}")
+    return HEADS[cfg.kind](cfg)
+
+
+def _fields(cache: FeatureCache, rows: np.ndarray, text: str, need_patches: bool) -> dict:
+    names = ["img_global", "phr_global", "phr_mask"] if text == "phrases" else ["img_global", "txt_tokens", "txt_mask"]
+    if need_patches:
+        names.append("img_patches")
+    return {n: cache.get(n, rows) for n in names}
+
+
+def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twins: np.ndarray,
+              k: int, rng: np.random.Generator) -> torch.Tensor:
+    """Each positive (image i, text i) against its twin's text / image and k random others."""
+    b = len(rows)
+    others = np.stack([rng.choice(np.delete(rows, i), size=k, replace=False) for i in range(b)])
+    cand = np.concatenate([rows[:, None], np.where(twins < 0, rows, twins)[:, None], others], 1)  # [B, 2+k]
+    valid = torch.ones(cand.shape, dtype=torch.bool)
+    valid[:, 1] = torch.from_numpy(twins >= 0)
+    cfg = head.cfg
+    f_pos = _fields(cache, rows, cfg.text, cfg.kind == "tflocal")
+    f_all = _fields(cache, cand.reshape(-1), cfg.text, cfg.kind == "tflocal")
+    rep = lambda t: t.repeat_interleave(cand.shape[1], 0)  # noqa: E731
+    txt, mask = text_inputs(f_all, cfg.text)
+    # image i vs candidate texts, then candidate images vs text i
+    i2t = head(rep(f_pos["img_global"]), rep(f_pos["img_patches"]) if "img_patches" in f_pos else None, txt, mask)
+    ptxt, pmask = text_inputs(f_pos, cfg.text)
+    t2i = head(f_all["img_global"], f_all.get("img_patches"), rep(ptxt), rep(pmask))
+    return (match_loss(i2t.view(b, -1), valid) + match_loss(t2i.view(b, -1), valid)) / 2
+
+
+def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os.PathLike,
+               progress: bool = True) -> Path:
+    """Train on every cache row as a positive; save head.safetensors + head.json to `out`."""
+    cache = FeatureCache(cache_dir)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    fields = cache.index["fields"]
+    cfg.head.dim = fields["img_global"]["shape"][0]
+    cfg.head.patches = fields["img_patches"]["shape"][0]
+    head = build(cfg.head)
+    decay = [p for n, p in head.named_parameters() if p.ndim >= 2 and "pos" not in n and "modality" not in n]
+    rest = [p for n, p in head.named_parameters() if not (p.ndim >= 2 and "pos" not in n and "modality" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup) * 0.5 * (
+        1 + math.cos(math.pi * min(1.0, s / cfg.steps))))
+    twin_all = cache.get("twin", np.arange(cache.rows)).numpy()
+    log, t0 = [], time.perf_counter()
+    head.train()
+    with Progress(disable=not progress) as bar:
+        task = bar.add_task(f"train {cfg.head.kind}/{cfg.head.text}", total=cfg.steps)
+        for step in range(cfg.steps):
+            rows = rng.choice(cache.rows, size=cfg.batch_size, replace=False)
+            loss = step_loss(head, cache, rows, twin_all[rows], cfg.negatives, rng)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            if step % 10 == 0 or step == cfg.steps - 1:
+                log.append({"step": step, "loss": float(loss.detach()), "lr": sched.get_last_lr()[0],
+                            "elapsed_s": time.perf_counter() - t0})
+            bar.update(task, advance=1, description=f"train {cfg.head.kind}/{cfg.head.text} loss {float(loss.detach()):.3f}")
+    head.eval()
+    record = {"head": asdict(cfg.head), "train": {k: v for k, v in asdict(cfg).items() if k != "head"},
+              "backbone": cache.index["backbone"], "backbone_id": cache.index["backbone_id"],
+              "cache": str(cache_dir), "params": sum(p.numel() for p in head.parameters()),
+              "train_s": time.perf_counter() - t0, "versions": versions(), "log": log}
+    with atomic_dir(out) as tmp:
+        save_file({k: v.contiguous() for k, v in head.state_dict().items()}, str(tmp / "head.safetensors"))
+        (tmp / "head.json").write_text(json.dumps(record, indent=2) + "\n")
+    return Path(out)
+
+
+def load_head(path: str | os.PathLike) -> tuple[torch.nn.Module, dict]:
+    """A trained head and its record (backbone, config, log)."""
+    path = Path(path)
+    try:
+        record = json.loads((path / "head.json").read_text())
+    except FileNotFoundError:
+        raise UnbagError(f"{path}: not a head checkpoint (no head.json)") from None
+    head = build(HeadConfig(**record["head"]))
+    head.load_state_dict(load_file(str(path / "head.safetensors")))
+    return head.eval(), record

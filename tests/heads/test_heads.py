@@ -1,0 +1,116 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from unbag import models
+from unbag.errors import UnbagError
+from unbag.heads.common import HeadConfig, match_loss
+from unbag.heads.features import FeatureCache, backbone_id, extract_world
+from unbag.heads.tfglobal import TFGlobal
+from unbag.heads.tflocal import TFLocal
+from unbag.heads.train import HeadTrainConfig, load_head, train_head
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    return models.load("open_clip:unbag-tiny")
+
+
+@pytest.fixture(scope="module")
+def cache(tiny, tmp_path_factory):
+    return extract_world(tiny, tmp_path_factory.mktemp("f") / "cache", n=96, chunk=40, progress=False)
+
+
+def test_cache_round_trip(tiny, cache):
+    from unbag.world import stream
+
+    c = FeatureCache(cache, tiny)
+    idx = json.loads((cache / "index.json").read_text())
+    assert idx["backbone"] == "open_clip:unbag-tiny" and idx["rows"] == 96 + idx["twins"] > 96
+    assert c.get("img_patches", np.array([0])).shape == (1, 64, 64)
+    # stored features equal a fresh encoding of the same sample (up to fp16)
+    s = stream.sample(1, 5, 64)
+    with torch.no_grad():
+        u = torch.nn.functional.normalize(tiny.encode_images(tiny.normalize_pixels(torch.from_numpy(s.image[None]))).embeds, dim=-1)
+    assert torch.allclose(c.get("img_global", np.array([5])), u, atol=2e-3)
+    twin = c.get("twin", np.arange(c.rows)).numpy()
+    paired = np.nonzero(twin >= 0)[0]
+    assert len(paired) == 2 * idx["twins"] and (twin[twin[paired]] == paired).all()  # pairs both ways
+    assert c.get("phr_mask", np.array([5]))[0].sum() == len(s.segments)
+
+
+def test_cache_of_another_backbone_is_refused(cache):
+    torch.manual_seed(1)
+    other = models.load("open_clip:unbag-tiny")  # same config, other weights
+    with pytest.raises(UnbagError, match="cache built for backbone"):
+        FeatureCache(cache, other)
+
+
+@pytest.mark.parametrize("cls", [TFLocal, TFGlobal])
+def test_head_shapes_and_padding_is_ignored(cls):
+    torch.manual_seed(0)
+    head = cls(HeadConfig(dim=8, width=16, patches=4)).eval()
+    g, p = torch.randn(3, 8), torch.randn(3, 4, 8)
+    t, m = torch.randn(3, 5, 8), torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    s = head(g, p, t, m)
+    assert s.shape == (3,)
+    t2 = t.clone()
+    t2[~m] = 100.0  # whatever sits in padded positions must not matter
+    assert torch.allclose(head(g, p, t2, m), s, atol=1e-5)
+
+
+def test_match_loss_masks_missing_candidates():
+    s = torch.tensor([[2.0, 5.0, 0.0]])
+    assert match_loss(s, torch.tensor([[True, False, True]])).item() == pytest.approx(
+        -torch.log_softmax(torch.tensor([2.0, 0.0]), 0)[0].item())
+
+
+@pytest.fixture(scope="module")
+def builtin_cache(tmp_path_factory):
+    if not (models.BUILTIN_DIR / "open_clip_model.safetensors").exists():
+        pytest.skip("built-in weights not trained yet")
+    return extract_world(models.load("builtin"), tmp_path_factory.mktemp("fb") / "cache", n=200, progress=False)
+
+
+@pytest.mark.parametrize("kind", ["tflocal", "tfglobal"])
+def test_a_few_steps_beat_chance_on_the_training_set(kind, builtin_cache, tmp_path):
+    cache = builtin_cache
+    out = train_head(cache, HeadTrainConfig(head=HeadConfig(kind=kind), steps=150, batch_size=16, lr=3e-3,
+                                            warmup=10), tmp_path / "h", progress=False)
+    head, rec = load_head(out)
+    assert rec["backbone"] == "builtin" and rec["params"] < 200_000
+    assert (out / "head.safetensors").stat().st_size < 1_000_000  # small
+    losses = [r["loss"] for r in rec["log"]]
+    assert losses[-1] < losses[0]
+    # rank each image's own caption against 3 random others: better than chance (1/4)
+    c = FeatureCache(cache)
+    rows = np.arange(64)
+    rng = np.random.default_rng(0)
+    hits = 0
+    with torch.no_grad():
+        for i in rows:
+            cand = np.concatenate([[i], rng.choice(np.delete(rows, i), 3, replace=False)])
+            s = head(c.get("img_global", np.repeat(i, 4)), c.get("img_patches", np.repeat(i, 4)),
+                     c.get("phr_global", cand), c.get("phr_mask", cand))
+            hits += int(s.argmax() == 0)
+    assert hits / len(rows) > 0.4
+
+
+def test_eval_with_a_head(builtin_cache, tmp_path, tiny_bench, capsys):
+    from unbag.cli import main
+
+    out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tfglobal"), steps=3, batch_size=8),
+                     tmp_path / "h", progress=False)
+    res = tmp_path / "r.json"
+    assert main(["eval", "--model", "builtin", "--bench", f"ctrl:{tiny_bench}", "--protocol",
+                 f"head:{out}", "--out", str(res), "--quiet"]) == 0
+    r = json.loads(res.read_text())
+    assert r["protocol"] == f"head:{out}" and r["config"]["options"]["head"]["kind"] == "tfglobal"
+    assert r["n_items"] == 30 and all(0 <= v <= 1 for v in r["metrics"].values())
+    # a head is tied to its backbone
+    assert main(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}", "--protocol",
+                 f"head:{out}", "--quiet"]) == 2
+    assert "head trained on backbone" in capsys.readouterr().err
