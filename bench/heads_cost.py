@@ -1,0 +1,89 @@
+"""Alignment-head costs, measured in one run: a training epoch from the feature cache vs an FT
+epoch on the same world samples, and head scoring vs global scoring on the same ctrl items.
+
+    .venv/bin/python bench/heads_cost.py --cache runs/feat --head runs/head-tflocal-phrases
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from unbag import models
+from unbag.benchmarks.ctrl import generated
+from unbag.heads.common import HeadConfig
+from unbag.heads.features import FeatureCache, extract_world
+from unbag.heads.protocol import score_head
+from unbag.heads.train import HeadTrainConfig, build, step_loss
+from unbag.scoring.cosine import score_global
+from unbag.train.engine import TrainConfig, Trainer
+
+
+def head_seconds_per_row(cache_dir: str, kind: str, steps: int, batch: int) -> float:
+    cache = FeatureCache(cache_dir)
+    cfg = HeadTrainConfig(head=HeadConfig(kind=kind))
+    cfg.head.dim, cfg.head.patches = (cache.index["fields"]["img_global"]["shape"][0],
+                                      cache.index["fields"]["img_patches"]["shape"][0])
+    head = build(cfg.head)
+    opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    twins = cache.get("twin", np.arange(cache.rows)).numpy()
+    t0 = None
+    for s in range(steps + 3):
+        if s == 3:
+            t0 = time.perf_counter()
+        rows = rng.choice(cache.rows, size=batch, replace=False)
+        loss = step_loss(head, cache, rows, twins[rows], cfg.negatives, rng)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return (time.perf_counter() - t0) / (steps * batch)
+
+
+def ft_seconds_per_sample(steps: int, batch: int) -> float:
+    with tempfile.TemporaryDirectory() as d:
+        tr = Trainer(TrainConfig(method="ft", model="builtin", steps=steps + 3, batch_size=batch,
+                                 ckpt_every=10**9, log_every=10**9, lr=1e-4), d)
+        stamps = []
+        real = tr.opt.step
+        tr.opt.step = lambda *a, **k: (real(*a, **k), stamps.append(time.perf_counter()))[0]
+        tr.fit(progress=False)
+    return (stamps[-1] - stamps[2]) / (steps * batch)
+
+
+def main() -> None:
+    import warnings
+    warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)`")
+    p = argparse.ArgumentParser()
+    p.add_argument("--cache", required=True)
+    p.add_argument("--head", required=True)
+    p.add_argument("--per-category", type=int, default=100)
+    a = p.parse_args()
+    backend = models.load("builtin")
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        extract_world(backend, f"{d}/c", n=1024, progress=False)
+        extract = (time.perf_counter() - t) / 1024
+    local = head_seconds_per_row(a.cache, "tflocal", 20, 64)
+    glob = head_seconds_per_row(a.cache, "tfglobal", 20, 64)
+    ft = ft_seconds_per_sample(12, 128)
+    print(f"per training sample: FT {1e3 * ft:.2f} ms, TFLocal {1e3 * local:.2f} ms, TFGlobal {1e3 * glob:.2f} ms, "
+          f"feature extraction (once) {1e3 * extract:.2f} ms")
+    print(f"epoch cost ratio FT / TFLocal: {ft / local:.1f}x (with a fresh cache: {ft / (local + extract):.1f}x); "
+          f"FT / TFGlobal: {ft / glob:.1f}x   (goal >= 20x)")
+    bench = generated(seed=0, per_category=a.per_category)
+    score_global(backend, generated(seed=1, per_category=2))
+    t = time.perf_counter()
+    score_global(backend, bench)
+    tg = time.perf_counter() - t
+    t = time.perf_counter()
+    score_head(backend, bench, path=a.head)
+    th = time.perf_counter() - t
+    print(f"scoring {len(bench.items)} items: global {tg:.2f} s, head {th:.2f} s, ratio {th / tg:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
