@@ -38,13 +38,15 @@ def _train_head(a: argparse.Namespace) -> None:
 
 def _features(a: argparse.Namespace) -> None:
     from . import models
-    from .heads.features import extract_world
+    from .heads.features import extract_swaps, extract_world
 
     name, _, seed = a.data.partition(":")
-    if name != "world":
-        raise UnbagError(f"unknown feature data {a.data!r}; available: world[:SEED]")
-    out = extract_world(models.load(a.model, device=a.device), a.out, n=a.n,
-                        seed=int(seed) if seed else 1, progress=not a.quiet)
+    extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
+    if name not in extract:
+        raise UnbagError(f"unknown feature data {a.data!r}; available: world[:SEED], swaps[:SEED]")
+    fn, default_seed = extract[name]
+    out = fn(models.load(a.model, device=a.device), a.out, n=a.n,
+             seed=int(seed) if seed else default_seed, progress=not a.quiet)
     print(f"features written to {out}")
 
 
@@ -201,7 +203,8 @@ def parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=_eval)
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
-    f.add_argument("--data", default="world", help="world[:SEED] (samples and their twins)")
+    f.add_argument("--data", default="world", help="world[:SEED] (stream samples and their twins) | "
+                   "swaps[:SEED] (in-distribution SWAP items, seed 1000 by default)")
     f.add_argument("--n", type=int, default=20000, help="number of stream samples")
     f.add_argument("--out", required=True)
     f.add_argument("--device", default="cuda" if _cuda() else "cpu")

@@ -114,3 +114,13 @@ def test_eval_with_a_head(builtin_cache, tmp_path, tiny_bench, capsys):
     assert main(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}", "--protocol",
                  f"head:{out}", "--quiet"]) == 2
     assert "head trained on backbone" in capsys.readouterr().err
+
+
+def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
+    from unbag.heads.features import extract_swaps
+
+    c = FeatureCache(extract_swaps(tiny, tmp_path / "s", n=7, chunk=3, progress=False), tiny)
+    assert c.rows == 14
+    twin = c.get("twin", np.arange(14)).numpy()
+    assert (twin == np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12])).all()
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps:1000"

@@ -97,6 +97,31 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     return write(out, backend, fields, meta)
 
 
+def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000,
+                  chunk: int = 256, progress: bool = True) -> Path:
+    """Cache features of n in-distribution SWAP items (both images and captions; each row's twin is
+    the other half of its item). Held-out combinations never occur: items are built for split "id",
+    from a seed other than the test benchmark's."""
+    from ..world.render import render
+    from ..world.swap import CATEGORIES, build_item
+
+    px = backend.image_size[0]
+    parts: dict[str, list[np.ndarray]] = {}
+    for start in track(range(0, n, chunk), description="features", disable=not progress):
+        items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES))
+                 for k in range(start, min(n, start + chunk))]
+        images = np.stack([render(sc, px) for it in items for sc in it.scenes])
+        f = image_features(backend, backend.normalize_pixels(torch.from_numpy(images))) | text_features(
+            backend, [c for it in items for c in it.captions],
+            [[s["text"] for s in segs] for it in items for segs in it.segments])
+        for k, v in f.items():
+            parts.setdefault(k, []).append(v.numpy())
+    fields = {k: np.concatenate(v) for k, v in parts.items()}
+    rows = len(fields["img_global"])
+    fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
+    return write(out, backend, fields, {"data": f"swaps:{seed}", "samples": rows, "twins": rows})
+
+
 def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict) -> Path:
     """Write fields as shards (features as fp16) with an index, atomically."""
     rows = len(next(iter(fields.values())))
