@@ -10,7 +10,7 @@ import torch
 from ..benchmarks.base import Benchmark
 from ..errors import UnbagError
 from ..models.base import Backend
-from ..scoring.encode import _pixels, unique
+from ..scoring.encode import pixels_of, unique
 from .common import text_inputs
 from .features import backbone_id, image_features, text_features
 from .train import load_head
@@ -38,7 +38,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     feats: dict[str, list] = {}
     for s in range(0, len(img_order), batch_size):
         ii = img_order[s:s + batch_size]
-        px = _pixels(backend, [refs[i] for i in ii], [wheres[i] for i in ii], bench.image_size)
+        px = pixels_of(backend, [refs[i] for i in ii], [wheres[i] for i in ii], bench.image_size)
         for k, v in image_features(backend, px).items():
             feats.setdefault(k, []).append(v)
     for s in range(0, len(cap_order), batch_size):

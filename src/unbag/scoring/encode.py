@@ -24,7 +24,8 @@ def unique(keys: Sequence[str]) -> tuple[list[int], list[int]]:
     return order, inverse
 
 
-def _pixels(backend: Backend, refs: list, wheres: list[str], expect_side: int | None) -> torch.Tensor:
+def pixels_of(backend: Backend, refs: list, wheres: list[str], expect_side: int | None) -> torch.Tensor:
+    """Preprocessed pixels [N, 3, H, W] of image references (errors name `wheres`)."""
     side = backend.image_size
     arrays = [r for r in refs if isinstance(r, np.ndarray)]
     if len(arrays) == len(refs) and all(a.shape[:2] == side for a in arrays):
@@ -44,7 +45,7 @@ def encode_images(backend: Backend, refs: list, wheres: list[str] | None = None,
     starts = range(0, len(order), batch_size)
     for s in track(starts, description="encode images", disable=not progress):
         idx = order[s:s + batch_size]
-        px = _pixels(backend, [refs[i] for i in idx], [wheres[i] for i in idx], expect_side)
+        px = pixels_of(backend, [refs[i] for i in idx], [wheres[i] for i in idx], expect_side)
         out.append(F.normalize(backend.encode_images(px.to(backend.device)).embeds.float(), dim=-1).cpu())
     emb = torch.cat(out) if out else torch.empty(0, 0)
     return emb[torch.tensor(inverse, dtype=torch.long)]
