@@ -66,8 +66,8 @@ def unbag_trainer(steps: int, batch_size: int, workers: int) -> float:
 
 def main() -> None:
     # the timing wrapper around optimizer.step hides it from the scheduler's order check
-    warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\(\)`")
-    warnings.filterwarnings("ignore", message="Seems like `optimizer.step\(\)` has been overridden")
+    warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)`")
+    warnings.filterwarnings("ignore", message="Seems like `optimizer.step\\(\\)` has been overridden")
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--batch-size", type=int, default=128)
