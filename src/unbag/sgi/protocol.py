@@ -15,7 +15,6 @@ as the predicate holds or fails between the regions chosen for its subject and o
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -75,10 +74,6 @@ class ImageRegions:
     emb: torch.Tensor  # [R, D]
 
 
-def _content_key(arr: np.ndarray) -> str:
-    return hashlib.sha1(np.ascontiguousarray(arr).tobytes()).hexdigest()
-
-
 def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str) -> torch.Tensor:
     """Encoder inputs [R, 3, H, W] for the regions of one image."""
     h, w = backend.image_size
@@ -111,8 +106,11 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     order, inverse = unique([image_key(r) for r in refs])
     done: dict[int, ImageRegions] = {}
     pending: list[tuple[int, list, str, torch.Tensor]] = []  # (slot, regions, cache key, inputs)
+    n_pending = 0  # regions waiting in `pending`
 
     def flush():
+        nonlocal n_pending
+        n_pending = 0
         if not pending:
             return
         x = torch.cat([p[3] for p in pending]).to(backend.device)
@@ -131,13 +129,14 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for slot, i in enumerate(order):
             arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
             regions = regions_for(arr, cfg.region_cfg, gts[i])
-            key = cache.key(backend.spec, _content_key(arr), regions, cfg.mode, "median")
+            key = cache.key(backend.spec, image_key(arr), regions, cfg.mode, "median")  # content hash
             hit = cache.get(key)
             if hit is not None:
                 done[slot] = ImageRegions(regions, hit)
             else:
                 pending.append((slot, regions, key, _inputs(backend, arr, regions, cfg.mode)))
-                if sum(len(p[1]) for p in pending) >= batch_size:
+                n_pending += len(regions)
+                if n_pending >= batch_size:
                     flush()
             bar.update(task, advance=1)
         flush()
