@@ -13,11 +13,13 @@ def _train(a: argparse.Namespace) -> None:
         return _train_head(a)
     from .train.engine import TrainConfig, Trainer
 
-    cfg = TrainConfig(method=a.method, model=a.model, data=a.data, steps=a.steps,
-                      batch_size=a.batch_size or 128, lr=a.lr or 1e-3, warmup=a.warmup, weight_decay=a.weight_decay,
-                      grad_clip=a.grad_clip, seed=a.seed, workers=a.workers, compile=a.compile,
-                      threads=a.threads, ckpt_every=a.ckpt_every, log_every=a.log_every,
-                      device=a.device)
+    cfg = TrainConfig.for_method(
+        a.method, model=a.model, data=a.data, steps=a.steps, batch_size=a.batch_size, lr=a.lr,
+        min_lr=a.min_lr, warmup=a.warmup, weight_decay=a.weight_decay, eps=a.eps, grad_clip=a.grad_clip,
+        seed=a.seed, workers=a.workers, compile=a.compile or None, threads=a.threads,
+        ckpt_every=a.ckpt_every, log_every=a.log_every, device=a.device, lock_image=a.lock_image,
+        lock_text=a.lock_text, unlock_last=a.unlock_last, accum=a.accum, precision=a.precision,
+        ema=a.ema)
     out = Trainer(cfg, a.out).fit(resume=a.resume, progress=not a.quiet)
     print(f"model written to {out}")
 
@@ -31,7 +33,7 @@ def _train_head(a: argparse.Namespace) -> None:
     FeatureCache(a.data, models.load(a.model))  # refuses a cache of another backbone
     cfg = HeadTrainConfig(head=HeadConfig(kind=a.method, text=a.text, width=a.width, layers=a.layers),
                           steps=a.steps, batch_size=a.batch_size or 64, lr=a.lr or 2e-3,
-                          warmup=a.warmup, seed=a.seed)
+                          warmup=a.warmup if a.warmup is not None else 50, seed=a.seed)
     out = train_head(a.data, cfg, a.out, progress=not a.quiet)
     print(f"head written to {out}")
 
@@ -166,20 +168,30 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip", help="clip | ft | negclip | tflocal | tfglobal")
+    t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | tflocal | tfglobal")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
-    t.add_argument("--data", default="world", help="world, or a feature cache DIR for tflocal/tfglobal")
+    t.add_argument("--data", default="world", help="world | csv:PATH | jsonl:PATH | wds:URLS, or a "
+                   "feature cache DIR for tflocal/tfglobal")
     t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=64, help="heads: transformer width")
     t.add_argument("--layers", type=int, default=1, help="heads: layers")
     t.add_argument("--steps", type=int, default=1000)
     t.add_argument("--out", required=True)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")
-    t.add_argument("--batch-size", type=int, default=None, help="default 128 (heads: 64)")
-    t.add_argument("--lr", type=float, default=None, help="default 1e-3 (heads: 2e-3)")
-    t.add_argument("--warmup", type=int, default=50)
-    t.add_argument("--weight-decay", type=float, default=0.1)
-    t.add_argument("--grad-clip", type=float, default=1.0)
+    g = t.add_argument_group("hyperparameters (default: the method's, from the spec)")
+    g.add_argument("--batch-size", type=int, default=None, help="global batch (heads: 64)")
+    g.add_argument("--lr", type=float, default=None, help="heads: 2e-3")
+    g.add_argument("--min-lr", type=float, default=None, help="end of the cosine schedule")
+    g.add_argument("--warmup", type=float, default=None, help="steps, or a fraction of the run if < 1")
+    g.add_argument("--weight-decay", type=float, default=None)
+    g.add_argument("--eps", type=float, default=None, help="AdamW epsilon")
+    g.add_argument("--grad-clip", type=float, default=None)
+    g.add_argument("--lock-image", action="store_true", default=None, help="freeze the image tower")
+    g.add_argument("--lock-text", action="store_true", default=None, help="freeze the text tower")
+    g.add_argument("--unlock-last", type=int, default=None, help="last N blocks of a locked tower stay trainable")
+    g.add_argument("--accum", type=int, default=None, help="micro-batches per step (gradient accumulation)")
+    g.add_argument("--precision", default=None, help="auto (bf16 on CUDA) | fp32 | bf16 | fp16")
+    g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--workers", type=int, default=1, help="data loader processes")
     t.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")

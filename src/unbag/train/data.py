@@ -1,49 +1,312 @@
-"""Training data sources as iterables of collated batches, starting at any step (for resume)."""
+"""Training data: sources of (image, captions) records and the batches each method needs.
+
+Data specs:
+  world                     the ctrl training stream; binding-swap twins are its hard negatives
+  csv:PATH or PATH.csv      CLIC's layout: image path, caption, further sentences in later columns
+  jsonl:PATH or PATH.jsonl  {"image": PATH, "caption": TEXT} or {"image": PATH, "captions": [TEXT, ...]}
+  wds:URLS                  webdataset shards (brace patterns allowed): {key}.jpg|png + {key}.txt|json
+
+Batch k of a run holds samples [k*B, (k+1)*B) of the source's order; rank r of W takes the
+r-th slice of B/W, so a run's data does not depend on how many processes share it (webdataset
+streams excepted: there shards are split by node and worker, as is usual).
+"""
 from __future__ import annotations
 
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import torch
+from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 
 from ..errors import UnbagError
+from ..negatives.swap import concat, swap_across, swap_within
+from ..world import captions as cap
 from ..world import stream
 
+IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp")
 
-class WorldBatches(IterableDataset):
-    """Batches of the ctrl world stream: batch k holds stream samples [k*B, (k+1)*B)."""
 
-    def __init__(self, seed: int, batch_size: int, px: int, start_step: int, steps: int,
-                 twins: bool = False):
-        self.seed, self.batch_size, self.px = seed, batch_size, px
-        self.start_step, self.steps, self.twins = start_step, steps, twins
+@dataclass
+class Record:
+    image: np.ndarray | Image.Image
+    captions: list[str]  # the caption, then further sentences about the same image (CLIC)
+    twin_image: np.ndarray | None = None  # a binding-swap hard negative pair, when the source has one
+    twin_caption: str | None = None
+
+
+def fit(image: np.ndarray | Image.Image, px: int) -> np.ndarray:
+    """Resize the shorter side to px and centre-crop (open_clip's eval preprocessing) -> uint8 [px, px, 3]."""
+    if isinstance(image, np.ndarray):
+        if image.shape[:2] == (px, px):
+            return image
+        image = Image.fromarray(image)
+    image = image.convert("RGB")
+    w, h = image.size
+    s = px / min(w, h)
+    image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
+    w, h = image.size
+    left, top = (w - px) // 2, (h - px) // 2
+    return np.asarray(image.crop((left, top, left + px, top + px)))
+
+
+def wider(image: np.ndarray | Image.Image) -> bool:
+    h, w = (image.shape[:2] if isinstance(image, np.ndarray) else image.size[::-1])
+    return w >= h
+
+
+def concat_pair(a: np.ndarray | Image.Image, b: np.ndarray | Image.Image, px: int) -> np.ndarray:
+    """CLIC's input: both squash-resized to half the side, stacked (wide images) or side by side (tall)."""
+    def squash(x, size):
+        x = Image.fromarray(x) if isinstance(x, np.ndarray) else x.convert("RGB")
+        return np.asarray(x.resize(size, Image.BICUBIC))
+    if wider(a):
+        return np.concatenate([squash(a, (px, px // 2)), squash(b, (px, px - px // 2))], axis=0)
+    return np.concatenate([squash(a, (px // 2, px)), squash(b, (px - px // 2, px))], axis=1)
+
+
+# -- sources -----------------------------------------------------------------------------------
+class WorldSource:
+    """The ctrl stream: sample k, its further descriptions (other caption forms) and its twin."""
+
+    def __init__(self, seed: int, px: int):
+        self.seed, self.px = seed, px
+
+    def record(self, k: int, twins: bool = False, extra: int = 0) -> Record:
+        s = stream.sample(self.seed, k, self.px)
+        caps = [s.caption]
+        if extra:
+            rng = np.random.default_rng([self.seed, 10, k])
+            caps += [cap.describe(s.scene.objects, rng)[0] for _ in range(extra)]
+        t = stream.twin(self.seed, k, self.px, s) if twins else None
+        return Record(s.image, caps, t.image if t else None, t.caption if t else None)
+
+    def partner(self, k: int, rng: np.random.Generator, extra: int) -> Record:
+        # an independent scene from the same (held-out-free) stream, far from the training indices
+        return self.record(2**40 + int(rng.integers(2**40)), extra=extra)
+
+
+class FileSource:
+    """Image paths with captions from a CSV (CLIC layout) or JSONL file, shuffled per epoch."""
+
+    def __init__(self, path: str, seed: int):
+        self.path, self.seed = Path(path), seed
+        if not self.path.is_file():
+            raise UnbagError(f"{self.path}: training data file not found")
+        self.rows = list(self._read())
+        if not self.rows:
+            raise UnbagError(f"{self.path}: no image/caption rows")
+        self._perm: tuple[int, np.ndarray] | None = None
+
+    def _read(self) -> Iterator[tuple[Path, list[str]]]:
+        root = self.path.parent
+        with open(self.path, newline="") as f:
+            if self.path.suffix == ".csv":
+                for line, row in enumerate(csv.reader(f), 1):
+                    if not row or not row[0].lower().endswith(IMAGE_EXT):
+                        continue  # header or blank line, as in CLIC's reader
+                    caps = [c.strip() for c in row[1:] if c.strip()]
+                    if not caps:
+                        raise UnbagError(f"{self.path}:{line}: no caption after the image path")
+                    yield root / row[0], caps
+            else:
+                for line, text in enumerate(f, 1):
+                    if not text.strip():
+                        continue
+                    try:
+                        obj = json.loads(text)
+                    except json.JSONDecodeError as e:
+                        raise UnbagError(f"{self.path}:{line}: not valid JSON ({e.msg})") from None
+                    if "image" not in obj:
+                        raise UnbagError(f"{self.path}:{line}: missing field 'image'")
+                    caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
+                    if not caps or not all(isinstance(c, str) for c in caps):
+                        raise UnbagError(f"{self.path}:{line}: field 'caption' (a string) or "
+                                         "'captions' (a list of strings) is required")
+                    yield root / obj["image"], list(caps)
+
+    def _open(self, i: int) -> Image.Image:
+        p = self.rows[i][0]
+        try:
+            with Image.open(p) as im:
+                return im.convert("RGB")
+        except (OSError, ValueError) as e:
+            raise UnbagError(f"{self.path}: row {i + 1}: cannot read image {p} ({e})") from None
+
+    def index(self, k: int) -> int:
+        epoch, pos = divmod(k, len(self.rows))
+        if self._perm is None or self._perm[0] != epoch:
+            self._perm = (epoch, np.random.default_rng([self.seed, 11, epoch]).permutation(len(self.rows)))
+        return int(self._perm[1][pos])
+
+    def record(self, k: int, twins: bool = False, extra: int = 0) -> Record:
+        i = self.index(k)
+        return Record(self._open(i), self.rows[i][1])
+
+    def partner(self, k: int, rng: np.random.Generator, extra: int, like: Record) -> Record:
+        want = wider(like.image)
+        for _ in range(100):  # CLIC draws until the orientation matches
+            i = int(rng.integers(len(self.rows)))
+            im = self._open(i)
+            if wider(im) == want:
+                break
+        return Record(im, self.rows[i][1])
+
+
+def wds_records(urls: str, skip: int) -> Iterator[Record]:
+    """Records of webdataset shards, split by node and worker; the first `skip` are not decoded."""
+    import webdataset as wds
+
+    ds = wds.WebDataset(urls, nodesplitter=wds.split_by_node, workersplitter=wds.split_by_worker,
+                        shardshuffle=False, empty_check=False)
+    for n, s in enumerate(ds):
+        if n < skip:
+            continue
+        key = s.get("__key__")
+        img = next((s[e] for e in ("jpg", "png", "jpeg", "webp") if e in s), None)
+        if img is None:
+            raise UnbagError(f"{s.get('__url__')}: sample {key}: no .jpg/.png image")
+        if "json" in s:
+            obj = json.loads(s["json"])
+            caps = obj.get("captions") or [obj.get("caption")]
+        elif "txt" in s:
+            caps = [s["txt"].decode().strip()]
+        else:
+            raise UnbagError(f"{s.get('__url__')}: sample {key}: no .txt or .json caption")
+        if not caps or not all(isinstance(c, str) and c for c in caps):
+            raise UnbagError(f"{s.get('__url__')}: sample {key}: empty caption")
+        yield Record(Image.open(io.BytesIO(img)).convert("RGB"), caps)
+
+
+# -- batches ------------------------------------------------------------------------------------
+def _extra_sentences(rec: Record, rng: np.random.Generator, n: int) -> list[str]:
+    """n further sentences of a record: sampled without replacement when it has enough, else with
+    (CLIC); a record with no further sentence repeats its caption."""
+    more = rec.captions[1:] or rec.captions[:1]
+    idx = rng.choice(len(more), size=n, replace=len(more) < n)
+    return [more[int(i)] for i in idx]
+
+
+def clic_texts(rec: Record, other: Record, rng: np.random.Generator) -> tuple[list[str], str]:
+    """CLIC's four positives and its cross-image negative for an image pair (rec on one side)."""
+    c1, c2 = rec.captions[0], other.captions[0]
+    e1, e2 = _extra_sentences(rec, rng, 2), _extra_sentences(other, rng, 2)
+    pos = [concat([c1, c2]), concat([c2, c1])]
+    for a, b in zip(e1, e2):
+        pos.append(concat([a, b] if rng.random() < 0.5 else [b, a]))
+    return pos, swap_across(c1, c2, rng)
+
+
+class TrainBatches(IterableDataset):
+    """Per-step batches of one rank: 'pairs' (with twins/negatives as asked) or CLIC's alternation."""
+
+    def __init__(self, data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
+                 mode: str = "pairs", twins: bool = False, negatives: bool = False, rank: int = 0,
+                 world: int = 1):
+        if batch_size % world:
+            raise UnbagError(f"batch size {batch_size} is not divisible by {world} processes")
+        self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
+        self.start_step, self.steps, self.mode = start_step, steps, mode
+        self.twins, self.negatives, self.rank, self.world = twins, negatives, rank, world
+        kind = source_kind(data)  # fail early, in the main process
+        if kind == "file":
+            FileSource(data.split(":", 1)[1] if data.startswith(("csv:", "jsonl:")) else data, seed)
+
+    def _source(self):
+        kind = source_kind(self.data)
+        if kind == "world":
+            return WorldSource(self.seed, self.px)
+        return FileSource(self.data.split(":", 1)[1] if ":" in self.data else self.data, self.seed)
 
     def __iter__(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
+        b = self.batch_size // self.world
+        if source_kind(self.data) == "wds":
+            yield from self._iter_wds(wid, nw, b)
+            return
+        src = self._source()
         for step in range(self.start_step + wid, self.steps, nw):  # workers interleave steps
-            samples = stream.batch(self.seed, step, self.batch_size, self.px)
-            out = {"step": step,
-                   "images": torch.from_numpy(np.stack([s.image for s in samples])),
-                   "captions": [s.caption for s in samples]}
-            if self.twins:  # binding-swap hard negatives, for the samples that have one
-                start = step * self.batch_size
-                tw = [(k, stream.twin(self.seed, start + k, self.px, s)) for k, s in enumerate(samples)]
-                tw = [(k, t) for k, t in tw if t is not None]
-                out["twin_of"] = torch.tensor([k for k, _ in tw], dtype=torch.long)
-                out["twin_images"] = torch.from_numpy(
-                    np.stack([t.image for _, t in tw]) if tw else np.zeros((0, self.px, self.px, 3), np.uint8))
-                out["twin_captions"] = [t.caption for _, t in tw]
-            yield out
+            first = step * self.batch_size + self.rank * b
+            yield self.collate(src, step, list(range(first, first + b)))
+
+    def _iter_wds(self, wid: int, nw: int, b: int) -> Iterator[dict]:
+        # each worker streams its own shards; it makes every nw-th step of the run
+        mine = range(self.start_step + wid, self.steps, nw)
+        recs = wds_records(self.data[4:], skip=len(range(wid, self.start_step, nw)) * b)
+        for step in mine:
+            chunk = [r for _, r in zip(range(b), recs)]
+            if len(chunk) < b:
+                raise UnbagError(f"{self.data}: shards ran out at step {step}; "
+                                 "add shards or lower --steps")
+            first = step * self.batch_size + self.rank * b
+            yield self.collate(chunk, step, list(range(first, first + b)))
+
+    def collate(self, src, step: int, ks: list[int]) -> dict:
+        recs = src if isinstance(src, list) else None
+        clic_step = self.mode == "clic" and step % 2 == 0  # CLIC alternates: hard-negative, plain CLIP
+        get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
+            k, twins=self.twins or self.negatives, extra=2 if clic_step else 0))
+        rs = [get(i, k) for i, k in enumerate(ks)]
+        out = {"step": step, "mode": "clic" if clic_step else "pairs"}
+        if clic_step:
+            images, texts = [], [[] for _ in range(5)]
+            for i, (r, k) in enumerate(zip(rs, ks)):
+                rng = np.random.default_rng([self.seed, 9, k])
+                if recs:  # a stream: a random other record of the batch with the same orientation
+                    same = [j for j, o in enumerate(recs) if j != i and wider(o.image) == wider(r.image)]
+                    other = recs[same[int(rng.integers(len(same)))] if same else (i + 1) % len(recs)]
+                elif isinstance(src, WorldSource):
+                    other = src.partner(k, rng, 2)
+                else:
+                    other = src.partner(k, rng, 2, r)
+                pair = (r.image, other.image) if rng.random() < 0.5 else (other.image, r.image)
+                images.append(concat_pair(*pair, self.px))
+                pos, neg = clic_texts(r, other, rng)
+                for t, s in zip(texts, pos + [neg]):
+                    t.append(s)
+            out["images"] = torch.from_numpy(np.stack(images))
+            out["texts"] = [s for block in texts for s in block]  # [p1; p2; p3; p4; n], blocks of b
+            return out
+        out["images"] = torch.from_numpy(np.stack([fit(r.image, self.px) for r in rs]))
+        out["captions"] = [r.captions[0] for r in rs]
+        if self.twins:
+            tw = [(i, r) for i, r in enumerate(rs) if r.twin_image is not None]
+            out["twin_of"] = torch.tensor([i for i, _ in tw], dtype=torch.long)
+            out["twin_images"] = torch.from_numpy(
+                np.stack([r.twin_image for _, r in tw]) if tw else np.zeros((0, self.px, self.px, 3), np.uint8))
+            out["twin_captions"] = [r.twin_caption for _, r in tw]
+        if self.negatives:  # caption-only negatives: the twin's caption, else a POS word swap
+            negs = []
+            for i, (r, k) in enumerate(zip(rs, ks)):
+                n = r.twin_caption or swap_within(r.captions[0], np.random.default_rng([self.seed, 12, k]))
+                if n is not None:
+                    negs.append((i, n))
+            out["neg_of"] = torch.tensor([i for i, _ in negs], dtype=torch.long)
+            out["neg_captions"] = [n for _, n in negs]
+        return out
+
+
+def source_kind(data: str) -> str:
+    if data in ("world", "ctrl"):
+        return "world"
+    if data.startswith("wds:"):
+        return "wds"
+    if data.startswith(("csv:", "jsonl:")) or data.endswith((".csv", ".jsonl")):
+        return "file"
+    raise UnbagError(f"unknown training data {data!r}; use world, csv:PATH, jsonl:PATH or wds:URLS")
 
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
-            workers: int = 1, twins: bool = False) -> Iterator[dict]:
-    """Iterate training batches of a data spec from `start_step` to `steps` (in step order)."""
-    if data not in ("world", "ctrl"):
-        raise UnbagError(f"unknown training data {data!r}; available: world")
-    ds = WorldBatches(seed, batch_size, px, start_step, steps, twins)
-    # in-order across workers (DataLoader round-robins IterableDataset workers), so deterministic
+            workers: int = 1, twins: bool = False, negatives: bool = False, mode: str = "pairs",
+            rank: int = 0, world: int = 1) -> Iterator[dict]:
+    """Iterate this rank's training batches from `start_step` to `steps`, in step order."""
+    ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world)
+    # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
     return iter(DataLoader(ds, batch_size=None, num_workers=workers,
                            persistent_workers=False, prefetch_factor=4 if workers else None))

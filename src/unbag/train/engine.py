@@ -1,11 +1,13 @@
 """The trainer: one loop for every method; objectives supply the loss."""
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -15,7 +17,9 @@ from safetensors.torch import load_file, save_file
 from .. import models
 from ..errors import UnbagError
 from ..utils import atomic_dir, atomic_write, versions, write_json
+from . import dist, freeze
 from .data import batches
+from .ema import EMA
 from .objectives import OBJECTIVES
 
 
@@ -32,7 +36,7 @@ class TrainConfig:
     weight_decay: float = 0.1
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-6
-    warmup: int = 50
+    warmup: float = 50  # steps; a value in (0, 1) is a fraction of the run (CLIC: 0.2)
     grad_clip: float = 1.0
     seed: int = 0
     workers: int = 1
@@ -41,7 +45,30 @@ class TrainConfig:
     ckpt_every: int = 200
     log_every: int = 10
     device: str = "cpu"
+    lock_image: bool = False
+    lock_text: bool = False
+    unlock_last: int = 0  # blocks at the end of a locked tower that stay trainable
+    accum: int = 1  # micro-batches per step (contrastive negatives come from within a micro-batch)
+    precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
+    ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def for_method(cls, method: str, **overrides) -> "TrainConfig":
+        """The method's spec defaults, then every override that is not None."""
+        if method not in OBJECTIVES:
+            raise UnbagError(f"unknown method {method!r}; available: {sorted(OBJECTIVES)}")
+        names = {f.name for f in fields(cls)}
+        unknown = set(overrides) - names
+        if unknown:
+            raise UnbagError(f"unknown training options {sorted(unknown)}")
+        kw = dict(getattr(OBJECTIVES[method], "defaults", {}))
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(method=method, **kw)
+
+    @property
+    def warmup_steps(self) -> int:
+        return round(self.warmup * self.steps) if 0 < self.warmup < 1 else int(self.warmup)
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
@@ -58,31 +85,58 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 def lr_lambda(cfg: TrainConfig):
     """Linear warm-up then cosine to min_lr, as a multiplier of cfg.lr."""
+    warmup = cfg.warmup_steps
+
     def f(step: int) -> float:
-        if step < cfg.warmup:
-            return (step + 1) / cfg.warmup
-        t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+        if step < warmup:
+            return (step + 1) / warmup
+        t = (step - warmup) / max(1, cfg.steps - warmup)
         floor = cfg.min_lr / cfg.lr
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
     return f
 
 
 class Trainer:
-    """Runs cfg.steps optimisation steps, checkpointing to out/ckpt and exporting out/model."""
+    """Runs cfg.steps optimisation steps, checkpointing to out/ckpt and exporting out/model.
+
+    Under torchrun every rank runs a Trainer on its slice of each batch (see dist.py); rank 0
+    logs, checkpoints and exports.
+    """
 
     def __init__(self, cfg: TrainConfig, out: str | os.PathLike):
         if cfg.method not in OBJECTIVES:
             raise UnbagError(f"unknown method {cfg.method!r}; available: {sorted(OBJECTIVES)}")
+        if cfg.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise UnbagError(f"precision {cfg.precision!r}: use auto, fp32, bf16 or fp16")
+        self.rank, self.world, device = dist.init(cfg.device)
+        if cfg.batch_size % (self.world * cfg.accum):
+            raise UnbagError(f"batch size {cfg.batch_size} must divide into {self.world} processes "
+                             f"x {cfg.accum} micro-batches")
         self.cfg, self.out = cfg, Path(out)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
-        self.backend = models.load(cfg.model, device=cfg.device)
+        self.backend = models.load(cfg.model, device=device)
         self.model = self.backend.model
+        dist.broadcast_params(self.model)
+        self.frozen = freeze.apply(self.model, cfg.lock_image, cfg.lock_text, cfg.unlock_last)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        # parameters outside both towers (logit scale/bias) see the global loss directly
+        self.shared = {id(p) for n, p in self.model.named_parameters() if freeze.tower(n) is None}
         self.objective = OBJECTIVES[cfg.method]()
+        self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
+        if getattr(self.objective, "needs_teacher", False):
+            if self.ema is None:
+                raise UnbagError(f"method {cfg.method} needs an EMA teacher: set ema > 0")
+            teacher = copy.copy(self.backend)
+            teacher.model = self.ema.model
+            self.objective.teacher = teacher
         self.opt = torch.optim.AdamW(param_groups(self.model, cfg.weight_decay), lr=cfg.lr,
                                      betas=tuple(cfg.betas), eps=cfg.eps)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg))
+        cuda = self.backend.device.type == "cuda"
+        self.precision = ("bf16" if cuda else "fp32") if cfg.precision == "auto" else cfg.precision
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16" and cuda)
         self.step = 0
         self.step_fn = torch.compile(self._loss) if cfg.compile else self._loss
 
@@ -92,11 +146,14 @@ class Trainer:
         return self.out / "ckpt"
 
     def save_checkpoint(self) -> None:
+        if self.rank:
+            return
         with atomic_dir(self.ckpt_dir) as tmp:
-            save_file({k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()},
-                      str(tmp / "model.safetensors"))
+            save_file(_state(self.model), str(tmp / "model.safetensors"))
+            if self.ema is not None:
+                save_file(_state(self.ema.model), str(tmp / "ema.safetensors"))
             torch.save({"optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
-                        "step": self.step}, tmp / "trainer.pt")
+                        "scaler": self.scaler.state_dict(), "step": self.step}, tmp / "trainer.pt")
             (tmp / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2))
             # also a loadable model folder: `unbag eval --model OUT/ckpt` works mid-run
             (tmp / "open_clip_config.json").write_text(json.dumps(
@@ -112,11 +169,14 @@ class Trainer:
         if diff:
             raise UnbagError(f"{self.ckpt_dir}/config.json: resume with a different config "
                              f"(fields {sorted(diff)}); use a new --out or the same options")
-        self.model.load_state_dict(load_file(str(self.ckpt_dir / "model.safetensors"),
-                                             device=str(self.backend.device)))
+        dev = str(self.backend.device)
+        self.model.load_state_dict(load_file(str(self.ckpt_dir / "model.safetensors"), device=dev))
+        if self.ema is not None:
+            self.ema.model.load_state_dict(load_file(str(self.ckpt_dir / "ema.safetensors"), device=dev))
         state = torch.load(self.ckpt_dir / "trainer.pt", weights_only=True, map_location="cpu")
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state.get("scaler", {}))
         self.step = int(state["step"])
         return True
 
@@ -125,54 +185,88 @@ class Trainer:
         return self.objective(self.backend, batch)
 
     def _prepare(self, raw: dict) -> dict:
-        dev = self.backend.device
-        out = {"pixels": self.backend.normalize_pixels(raw["images"].to(dev)),
-               "ids": self.backend.tokenize(raw["captions"]).to(dev), **raw}
-        if "twin_images" in raw:
-            out["twin_pixels"] = self.backend.normalize_pixels(raw["twin_images"].to(dev))
-            out["twin_ids"] = self.backend.tokenize(raw["twin_captions"]).to(dev)
+        """Pixels and token ids on the device for every image/text field of a raw batch."""
+        dev, out = self.backend.device, dict(raw)
+        for key, to in (("images", "pixels"), ("twin_images", "twin_pixels")):
+            if key in raw:
+                out[to] = self.backend.normalize_pixels(raw[key].to(dev, non_blocking=True))
+        for key, to in (("captions", "ids"), ("twin_captions", "twin_ids"), ("neg_captions", "neg_ids"),
+                        ("texts", "text_ids")):
+            if key in raw:
+                out[to] = self.backend.tokenize(raw[key]).to(dev) if raw[key] else \
+                    torch.zeros((0, self.backend.tokenize([""]).shape[1]), dtype=torch.long, device=dev)
         return out
+
+    def _autocast(self):
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+        return torch.autocast(self.backend.device.type, dtype=dtype)
+
+    def _train_step(self, raw: dict) -> tuple[float, float, dict]:
+        cfg, loss_sum, extra = self.cfg, 0.0, {}
+        self.opt.zero_grad(set_to_none=True)
+        for i in range(cfg.accum):
+            batch = self._prepare(micro_batch(raw, i, cfg.accum))
+            with self._autocast():
+                loss, extra = self.step_fn(batch)
+            self.scaler.scale(loss / cfg.accum).backward()
+            loss_sum += float(loss.detach()) / cfg.accum
+        dist.sum_grads(self.params, self.shared)
+        self.scaler.unscale_(self.opt)
+        gnorm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        self.sched.step()
+        scale = getattr(self.model, "logit_scale", None)
+        if isinstance(scale, torch.Tensor):  # CLIP's clamp: temperature 1..100
+            with torch.no_grad():
+                scale.clamp_(0, math.log(100))
+        if self.ema is not None:
+            self.ema.update(self.model)
+        return loss_sum, float(gnorm), extra
 
     def fit(self, resume: bool = False, progress: bool = True) -> Path:
         """Train to cfg.steps (continuing from out/ckpt with resume) and export out/model."""
-        cfg = self.cfg
+        cfg, lead = self.cfg, self.rank == 0
         self.out.mkdir(parents=True, exist_ok=True)
         log_path = self.out / "log.jsonl"
         if resume and self.load_checkpoint():
             # drop log lines past the checkpoint: those steps are run again
-            if log_path.exists():
+            if lead and log_path.exists():
                 lines = [ln for ln in log_path.read_text().splitlines()
                          if ln and json.loads(ln).get("step", -1) < self.step]
                 atomic_write(log_path, "".join(ln + "\n" for ln in lines))
         elif (self.ckpt_dir / "trainer.pt").exists():
             raise UnbagError(f"{self.out}: holds a checkpoint already; pass --resume or another --out")
-        else:
+        elif lead:
             log_path.unlink(missing_ok=True)
-        write_json(self.out / "config.json", {"config": asdict(cfg), "versions": versions()})
+        dist.barrier()
+        if lead:
+            write_json(self.out / "config.json", {"config": asdict(cfg), "versions": versions(),
+                                                  "processes": self.world, "precision": self.precision,
+                                                  "parameters": self.frozen})
         self.model.train()
-        px = self.backend.image_size[0]
-        it = batches(cfg.data, cfg.seed, cfg.batch_size, px, self.step, cfg.steps, cfg.workers,
-                     twins=getattr(self.objective, "needs_twins", False))
+        obj = self.objective
+        it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
+                     cfg.workers, twins=getattr(obj, "needs_twins", False),
+                     negatives=getattr(obj, "needs_negatives", False), mode=getattr(obj, "mode", "pairs"),
+                     rank=self.rank, world=self.world)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0
-        with Progress(*cols, disable=not progress, transient=False) as bar, open(log_path, "a") as log:
+        log = open(log_path, "a") if lead else contextlib.nullcontext()
+        with Progress(*cols, disable=not (progress and lead), transient=False) as bar, log:
             task = bar.add_task(f"train {cfg.method}", total=cfg.steps, completed=self.step, info="")
             for raw in it:
                 assert raw["step"] == self.step, (raw["step"], self.step)
-                batch = self._prepare(raw)
-                loss, extra = self.step_fn(batch)
-                self.opt.zero_grad(set_to_none=True)
-                loss.backward()
-                gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-                self.opt.step()
-                self.sched.step()
+                loss, gnorm, extra = self._train_step(raw)
                 self.step += 1
-                n_last += len(raw["captions"])
-                if self.step % cfg.log_every == 0 or self.step == cfg.steps:
+                n_last += len(raw["images"]) * self.world
+                if lead and (self.step % cfg.log_every == 0 or self.step == cfg.steps):
                     dt = time.perf_counter() - t_last
-                    rec = {"step": self.step - 1, "loss": float(loss.detach()), "lr": self.sched.get_last_lr()[0],
-                           "grad_norm": float(gnorm), "pairs_per_s": n_last / dt, **extra}
+                    rec = {"step": self.step - 1, "loss": loss, "lr": self.sched.get_last_lr()[0],
+                           "grad_norm": gnorm, "pairs_per_s": n_last / dt, **extra}
                     log.write(json.dumps(rec) + "\n")
                     log.flush()
                     bar.update(task, info=f"loss {rec['loss']:.4f}  {rec['pairs_per_s']:.0f} pairs/s")
@@ -182,5 +276,39 @@ class Trainer:
                     self.save_checkpoint()
         self.model.eval()
         from ..models.openclip import save_local_dir
-        return save_local_dir(self.backend, self.out / "model",
-                              extra={"trained_by": "unbag train", "config": asdict(cfg)})
+        out = self.out / "model"
+        if lead:
+            meta = {"trained_by": "unbag train", "config": asdict(cfg)}
+            save_local_dir(self.backend, out, extra=meta)
+            if self.ema is not None:
+                teacher = copy.copy(self.backend)
+                teacher.model = self.ema.model
+                save_local_dir(teacher, self.out / "model_ema", extra=meta | {"weights": "ema"})
+        dist.barrier()
+        return out
+
+
+def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+
+
+def micro_batch(raw: dict, i: int, k: int) -> dict:
+    """Micro-batch i of k of a raw batch: samples, their twins/negatives, CLIC's text blocks."""
+    if k == 1:
+        return raw
+    n = len(raw["images"])
+    m = n // k
+    lo, hi = i * m, (i + 1) * m
+    out = {"step": raw["step"], "mode": raw["mode"], "images": raw["images"][lo:hi]}
+    if "captions" in raw:
+        out["captions"] = raw["captions"][lo:hi]
+    if "texts" in raw:  # blocks [p1; p2; p3; p4; n] of n texts each
+        blocks = len(raw["texts"]) // n
+        out["texts"] = [t for b in range(blocks) for t in raw["texts"][b * n + lo:b * n + hi]]
+    for of, fields_ in (("twin_of", ("twin_images", "twin_captions")), ("neg_of", ("neg_captions",))):
+        if of in raw:
+            keep = [j for j, owner in enumerate(raw[of].tolist()) if lo <= owner < hi]
+            out[of] = raw[of][keep] - lo
+            for f in fields_:
+                out[f] = raw[f][keep] if isinstance(raw[f], torch.Tensor) else [raw[f][j] for j in keep]
+    return out

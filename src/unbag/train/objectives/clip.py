@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from ...models.base import Backend
+from ..dist import gather
 
 
 def clip_loss(image: torch.Tensor, text: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -19,10 +20,12 @@ class ClipObjective:
     """Image-caption pairs -> clip_loss with the model's own logit scale."""
 
     name = "clip"
+    # from-scratch training of the built-in model (weights/builtin/TRAINING.md)
+    defaults = dict(lr=1e-3, batch_size=128, warmup=50, eps=1e-6, weight_decay=0.1)
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
-        image = backend.encode_images(batch["pixels"]).embeds
-        text = backend.encode_texts(batch["ids"]).embeds
+        image = gather(backend.encode_images(batch["pixels"]).embeds)
+        text = gather(backend.encode_texts(batch["ids"]).embeds)
         scale = backend.logit_scale
         loss = clip_loss(image, text, scale)
         return loss, {"logit_scale": float(scale.detach())}

@@ -2,13 +2,15 @@
 
 Spec methods.md section 4 (the authors' FT script, BiVLC's CLIP_fine_tuning.py): when a sample
 has a negative image and a negative caption, the (negative image, negative caption) pair is
-appended as one more in-batch pair, giving (B + B_neg) x (B + B_neg) logits.
+appended as one more in-batch pair, giving (B + B_neg) x (B + B_neg) logits. Data without
+negative pairs (files, webdataset) trains plain CLIP.
 """
 from __future__ import annotations
 
 import torch
 
 from ...models.base import Backend
+from ..dist import gather, gather_varlen
 from .clip import clip_loss
 
 
@@ -23,6 +25,7 @@ def ft_loss(image: torch.Tensor, text: torch.Tensor, neg_image: torch.Tensor | N
 class FTObjective:
     name = "ft"
     needs_twins = True
+    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         n = len(batch["pixels"])
@@ -30,5 +33,6 @@ class FTObjective:
         ids = torch.cat([batch["ids"], batch["twin_ids"]])
         image, text = backend.encode_images(pixels).embeds, backend.encode_texts(ids).embeds
         scale = backend.logit_scale
-        loss = ft_loss(image[:n], text[:n], image[n:], text[n:], scale)
-        return loss, {"logit_scale": float(scale.detach()), "negatives": len(pixels) - n}
+        neg_i, neg_t = gather_varlen(image[n:]), gather_varlen(text[n:])
+        loss = ft_loss(gather(image[:n]), gather(text[:n]), neg_i, neg_t, scale)
+        return loss, {"logit_scale": float(scale.detach()), "negatives": len(neg_i)}

@@ -2,6 +2,7 @@
 
 Spec methods.md section 5. Every image sees every negative caption of the batch as a column
 (B x (B + B_neg) logits), as in NegCLIP's released code; text->image is B x B over positives only.
+Negatives: binding swaps on the ctrl world; a POS-class word swap (negatives/swap.py) on free text.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ...models.base import Backend
+from ..dist import gather, gather_varlen
 
 
 def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor,
@@ -24,12 +26,14 @@ def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor
 
 class NegCLIPObjective:
     name = "negclip"
-    needs_twins = True
+    needs_negatives = True
+    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)  # the spec gives none: FT's
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         n = len(batch["ids"])
-        image = backend.encode_images(batch["pixels"]).embeds
-        text = backend.encode_texts(torch.cat([batch["ids"], batch["twin_ids"]])).embeds
+        image = gather(backend.encode_images(batch["pixels"]).embeds)
+        text = backend.encode_texts(torch.cat([batch["ids"], batch["neg_ids"]])).embeds
         scale = backend.logit_scale
-        loss = negclip_loss(image, text[:n], text[n:], scale)
-        return loss, {"logit_scale": float(scale.detach()), "negatives": len(text) - n}
+        negs = gather_varlen(text[n:])
+        loss = negclip_loss(image, gather(text[:n]), negs, scale)
+        return loss, {"logit_scale": float(scale.detach()), "negatives": len(negs)}

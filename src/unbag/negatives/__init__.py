@@ -1,0 +1,1 @@
+"""Hard-negative captions: word swaps (NegCLIP, CLIC) and typed negatives (DeGLA)."""

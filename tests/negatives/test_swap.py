@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+
+from unbag.negatives.pos import tag
+from unbag.negatives.swap import EXCLUDED, concat, replace_word, swap_across, swap_within
+
+
+def _rng(k=0):
+    return np.random.default_rng(k)
+
+
+def test_replace_word_is_whole_word_and_keeps_quotes():
+    assert replace_word("a cat and a catalog", "cat", "dog") == "a dog and a catalog"
+    assert replace_word('the "red" cube, red.', "red", "blue") == 'the "blue" cube, blue.'
+
+
+def test_concat_gives_one_period_each():
+    assert concat(["a b", "c d.", "e  "]) == "a b. c d. e."
+
+
+def test_swap_within_swaps_two_words_of_one_class():
+    text = "a small red cube left of a large blue sphere"
+    for k in range(20):
+        out = swap_within(text, _rng(k))
+        assert out is not None and out != text
+        assert sorted(out.split()) == sorted(text.split())  # a permutation of the words
+        changed = [(a, b) for a, b in zip(text.split(), out.split()) if a != b]
+        assert len(changed) == 2
+        pos = dict(tag(text))
+        assert pos[changed[0][0]] == pos[changed[1][0]] and pos[changed[0][0]] not in EXCLUDED
+
+
+@pytest.mark.parametrize("text", ["hello", "the", "...", "a dog"])
+def test_swap_within_gives_none_when_nothing_can_move(text):
+    assert swap_within(text, _rng()) is None
+
+
+def test_swap_within_repeated_words_swap_every_occurrence():
+    out = swap_within("red cube, red cube and blue sphere", _rng(3))
+    assert out is not None and out != "red cube, red cube and blue sphere"
+
+
+def test_swap_across_moves_a_same_class_word_between_the_sentences():
+    c1, c2 = "a red cube", "a green sphere"
+    seen = set()
+    for k in range(30):
+        out = swap_across(c1, c2, _rng(k))
+        parts = [p.strip() for p in out.split(".") if p.strip()]
+        assert len(parts) == 2 and out.endswith(".")
+        seen.add(frozenset(parts))
+    # either the adjectives or the nouns are exchanged, never a shared word ("a")
+    assert seen <= {frozenset({"a green cube", "a red sphere"}), frozenset({"a red sphere", "a green cube"})}
+
+
+def test_swap_across_skips_words_both_sentences_share():
+    out = swap_across("a red cube", "a red sphere", _rng(1))
+    # only the nouns can move; with one differing word that equals swapping the sentences (a
+    # degenerate case of CLIC's rule, kept as the released code has it)
+    assert set(out.rstrip(".").split(". ")) == {"a red sphere", "a red cube"}
+
+
+def test_swap_across_falls_back_to_any_tokens():
+    out = swap_across("hello", "wow", _rng(0))  # INTJ only: no common usable class
+    assert set(out.rstrip(".").split(". ")) == {"wow", "hello"}
