@@ -5,6 +5,9 @@ Data specs:
   csv:PATH or PATH.csv      CLIC's layout: image path, caption, further sentences in later columns
   jsonl:PATH or PATH.jsonl  {"image": PATH, "caption": TEXT} or {"image": PATH, "captions": [TEXT, ...]}
   wds:URLS                  webdataset shards (brace patterns allowed): {key}.jpg|png + {key}.txt|json
+  degla:FILE[:IMAGE_DIR]    DeGLA's negatives layout [{image_id, original, enhanced: [...]}, ...];
+                            images from an "image" field (what `unbag negatives` writes) or, for
+                            the published file, IMAGE_DIR/COCO_train2014_<12-digit id>.jpg
 
 Batch k of a run holds samples [k*B, (k+1)*B) of the source's order; rank r of W takes the
 r-th slice of B/W, so a run's data does not depend on how many processes share it (webdataset
@@ -26,6 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from ..errors import UnbagError
 from ..negatives.swap import concat, swap_across, swap_within
+from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..world import captions as cap
 from ..world import stream
 
@@ -38,6 +42,7 @@ class Record:
     captions: list[str]  # the caption, then further sentences about the same image (CLIC)
     twin_image: np.ndarray | None = None  # a binding-swap hard negative pair, when the source has one
     twin_caption: str | None = None
+    negatives: list[str] | None = None  # typed hard negatives (DeGLA)
 
 
 def fit(image: np.ndarray | Image.Image, px: int) -> np.ndarray:
@@ -77,14 +82,18 @@ class WorldSource:
     def __init__(self, seed: int, px: int):
         self.seed, self.px = seed, px
 
-    def record(self, k: int, twins: bool = False, extra: int = 0) -> Record:
+    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
         s = stream.sample(self.seed, k, self.px)
         caps = [s.caption]
         if extra:
             rng = np.random.default_rng([self.seed, 10, k])
             caps += [cap.describe(s.scene.objects, rng)[0] for _ in range(extra)]
         t = stream.twin(self.seed, k, self.px, s) if twins else None
-        return Record(s.image, caps, t.image if t else None, t.caption if t else None)
+        negs = None
+        if typed:
+            rng = np.random.default_rng([self.seed, 13, k])
+            negs = [n for _, n in WorldGenerator().generate_for(s.scene.objects, s.form, typed, rng)]
+        return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs)
 
     def partner(self, k: int, rng: np.random.Generator, extra: int) -> Record:
         # an independent scene from the same (held-out-free) stream, far from the training indices
@@ -93,6 +102,8 @@ class WorldSource:
 
 class FileSource:
     """Image paths with captions from a CSV (CLIC layout) or JSONL file, shuffled per epoch."""
+
+    negatives: list[list[str]] | None = None  # per row, when the file brings them
 
     def __init__(self, path: str, seed: int):
         self.path, self.seed = Path(path), seed
@@ -144,9 +155,13 @@ class FileSource:
             self._perm = (epoch, np.random.default_rng([self.seed, 11, epoch]).permutation(len(self.rows)))
         return int(self._perm[1][pos])
 
-    def record(self, k: int, twins: bool = False, extra: int = 0) -> Record:
+    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
         i = self.index(k)
-        return Record(self._open(i), self.rows[i][1])
+        negs = self.negatives[i] if self.negatives is not None else None
+        if typed and negs is None:
+            rng = np.random.default_rng([self.seed, 13, k])
+            negs = [n for _, n in RuleGenerator().generate(self.rows[i][1][0], typed, rng)]
+        return Record(self._open(i), self.rows[i][1], negatives=negs)
 
     def partner(self, k: int, rng: np.random.Generator, extra: int, like: Record) -> Record:
         want = wider(like.image)
@@ -156,6 +171,37 @@ class FileSource:
             if wider(im) == want:
                 break
         return Record(im, self.rows[i][1])
+
+
+class DeGLASource(FileSource):
+    """DeGLA's negatives file: each entry's caption, its enhanced negatives and its image."""
+
+    def __init__(self, spec: str, seed: int):
+        path, _, image_dir = spec.partition(":")
+        self.image_dir = Path(image_dir) if image_dir else None
+        super().__init__(path, seed)
+
+    def _read(self) -> Iterator[tuple[Path, list[str]]]:
+        try:
+            entries = json.loads(self.path.read_text())
+        except json.JSONDecodeError as e:
+            raise UnbagError(f"{self.path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        if not isinstance(entries, list):
+            raise UnbagError(f"{self.path}: expected a JSON list of {{image_id, original, enhanced}}")
+        self.negatives = []
+        for n, e in enumerate(entries):
+            for f in ("original", "enhanced"):
+                if f not in e:
+                    raise UnbagError(f"{self.path}: entry {n}: missing field '{f}'")
+            if "image" in e:
+                image = self.path.parent / e["image"]
+            elif "image_id" in e and self.image_dir is not None:
+                image = self.image_dir / f"COCO_train2014_{int(e['image_id']):012d}.jpg"
+            else:
+                raise UnbagError(f"{self.path}: entry {n}: no 'image' field; give the COCO image "
+                                 "folder as degla:FILE:IMAGE_DIR")
+            self.negatives.append([str(x) for x in e["enhanced"]])
+            yield image, [str(e["original"])]
 
 
 def wds_records(urls: str, skip: int) -> Iterator[Record]:
@@ -207,21 +253,24 @@ class TrainBatches(IterableDataset):
 
     def __init__(self, data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
                  mode: str = "pairs", twins: bool = False, negatives: bool = False, rank: int = 0,
-                 world: int = 1):
+                 world: int = 1, typed: int = 0):
         if batch_size % world:
             raise UnbagError(f"batch size {batch_size} is not divisible by {world} processes")
         self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
         self.start_step, self.steps, self.mode = start_step, steps, mode
         self.twins, self.negatives, self.rank, self.world = twins, negatives, rank, world
-        kind = source_kind(data)  # fail early, in the main process
-        if kind == "file":
-            FileSource(data.split(":", 1)[1] if data.startswith(("csv:", "jsonl:")) else data, seed)
+        self.typed = typed
+        if source_kind(data) in ("file", "degla"):
+            self._source()  # fail early, in the main process
 
     def _source(self):
         kind = source_kind(self.data)
         if kind == "world":
             return WorldSource(self.seed, self.px)
-        return FileSource(self.data.split(":", 1)[1] if ":" in self.data else self.data, self.seed)
+        if kind == "degla":
+            return DeGLASource(self.data[len("degla:"):], self.seed)
+        return FileSource(self.data.split(":", 1)[1] if self.data.startswith(("csv:", "jsonl:")) else self.data,
+                          self.seed)
 
     def __iter__(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()
@@ -251,7 +300,7 @@ class TrainBatches(IterableDataset):
         recs = src if isinstance(src, list) else None
         clic_step = self.mode == "clic" and step % 2 == 0  # CLIC alternates: hard-negative, plain CLIP
         get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
-            k, twins=self.twins or self.negatives, extra=2 if clic_step else 0))
+            k, twins=self.twins or self.negatives, extra=2 if clic_step else 0, typed=self.typed))
         rs = [get(i, k) for i, k in enumerate(ks)]
         out = {"step": step, "mode": "clic" if clic_step else "pairs"}
         if clic_step:
@@ -289,6 +338,18 @@ class TrainBatches(IterableDataset):
                     negs.append((i, n))
             out["neg_of"] = torch.tensor([i for i, _ in negs], dtype=torch.long)
             out["neg_captions"] = [n for _, n in negs]
+        if self.typed:  # K typed negatives per sample, sample-major; repeats fill short lists
+            texts, valid = [], []
+            for i, (r, k) in enumerate(zip(rs, ks)):
+                negs = list(r.negatives or [])
+                if r.negatives is None and recs:  # a stream without negatives: make them
+                    rng = np.random.default_rng([self.seed, 13, k])
+                    negs = [n for _, n in RuleGenerator().generate(r.captions[0], self.typed, rng)]
+                got = negs[:self.typed]
+                valid.append([j < len(got) for j in range(self.typed)])
+                texts += [got[j % len(got)] if got else r.captions[0] for j in range(self.typed)]
+            out["typed_captions"] = texts
+            out["typed_valid"] = torch.tensor(valid, dtype=torch.bool)
         return out
 
 
@@ -297,16 +358,20 @@ def source_kind(data: str) -> str:
         return "world"
     if data.startswith("wds:"):
         return "wds"
+    if data.startswith("degla:"):
+        return "degla"
     if data.startswith(("csv:", "jsonl:")) or data.endswith((".csv", ".jsonl")):
         return "file"
-    raise UnbagError(f"unknown training data {data!r}; use world, csv:PATH, jsonl:PATH or wds:URLS")
+    raise UnbagError(f"unknown training data {data!r}; use world, csv:PATH, jsonl:PATH, wds:URLS "
+                     "or degla:FILE[:IMAGE_DIR]")
 
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
             workers: int = 1, twins: bool = False, negatives: bool = False, mode: str = "pairs",
-            rank: int = 0, world: int = 1) -> Iterator[dict]:
+            rank: int = 0, world: int = 1, typed: int = 0) -> Iterator[dict]:
     """Iterate this rank's training batches from `start_step` to `steps`, in step order."""
-    ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world)
+    ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world,
+                      typed)
     # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
     return iter(DataLoader(ds, batch_size=None, num_workers=workers,
                            persistent_workers=False, prefetch_factor=4 if workers else None))

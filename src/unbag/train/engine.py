@@ -51,6 +51,7 @@ class TrainConfig:
     accum: int = 1  # micro-batches per step (contrastive negatives come from within a micro-batch)
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
+    typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -191,7 +192,7 @@ class Trainer:
             if key in raw:
                 out[to] = self.backend.normalize_pixels(raw[key].to(dev, non_blocking=True))
         for key, to in (("captions", "ids"), ("twin_captions", "twin_ids"), ("neg_captions", "neg_ids"),
-                        ("texts", "text_ids")):
+                        ("texts", "text_ids"), ("typed_captions", "typed_ids")):
             if key in raw:
                 out[to] = self.backend.tokenize(raw[key]).to(dev) if raw[key] else \
                     torch.zeros((0, self.backend.tokenize([""]).shape[1]), dtype=torch.long, device=dev)
@@ -251,7 +252,8 @@ class Trainer:
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
                      cfg.workers, twins=getattr(obj, "needs_twins", False),
                      negatives=getattr(obj, "needs_negatives", False), mode=getattr(obj, "mode", "pairs"),
-                     rank=self.rank, world=self.world)
+                     rank=self.rank, world=self.world,
+                     typed=cfg.typed_negatives if getattr(obj, "needs_typed", False) else 0)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0
@@ -302,6 +304,10 @@ def micro_batch(raw: dict, i: int, k: int) -> dict:
     out = {"step": raw["step"], "mode": raw["mode"], "images": raw["images"][lo:hi]}
     if "captions" in raw:
         out["captions"] = raw["captions"][lo:hi]
+    if "typed_captions" in raw:  # K per sample, sample-major
+        kk = len(raw["typed_captions"]) // n
+        out["typed_captions"] = raw["typed_captions"][lo * kk:hi * kk]
+        out["typed_valid"] = raw["typed_valid"][lo:hi]
     if "texts" in raw:  # blocks [p1; p2; p3; p4; n] of n texts each
         blocks = len(raw["texts"]) // n
         out["texts"] = [t for b in range(blocks) for t in raw["texts"][b * n + lo:b * n + hi]]
