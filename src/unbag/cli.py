@@ -38,6 +38,14 @@ def _train_head(a: argparse.Namespace) -> None:
     print(f"head written to {out}")
 
 
+def _negatives(a: argparse.Namespace) -> None:
+    from .negatives.export import export
+
+    types = tuple(t.strip() for t in a.types.split(",") if t.strip())
+    out = export(a.data, a.out, types, a.k, a.n, a.seed, a.generator, a.device, progress=not a.quiet)
+    print(f"negatives written to {out}")
+
+
 def _features(a: argparse.Namespace) -> None:
     from . import models
     from .heads.features import extract_swaps, extract_world
@@ -222,6 +230,18 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--device", default="cuda" if _cuda() else "cpu")
     f.add_argument("--quiet", action="store_true")
     f.set_defaults(fn=_features)
+
+    n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
+    n.add_argument("--data", default="world", help="world (stream samples) | csv:PATH | jsonl:PATH")
+    n.add_argument("--types", default="reorder,swap_nouns,swap_adjectives,replace_adjectives,replace_nouns")
+    n.add_argument("--k", type=int, default=4, help="negatives per caption")
+    n.add_argument("--n", type=int, default=1000, help="world: number of stream samples")
+    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--generator", default="rules", help="rules | llm:MODEL_DIR (a local causal LM)")
+    n.add_argument("--out", required=True, help="negatives.json")
+    n.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    n.add_argument("--quiet", action="store_true")
+    n.set_defaults(fn=_negatives)
 
     x = sub.add_parser("explain", help="draw which region each caption segment matches under SGI")
     x.add_argument("--model", default="builtin")

@@ -117,3 +117,27 @@ def test_rank_slices_tile_the_global_batch():
     assert torch.equal(torch.cat([p["images"] for p in parts]), one["images"])
     with pytest.raises(UnbagError, match="not divisible"):
         TrainBatches("world", 0, 7, 64, 0, 1, world=2)
+
+
+def test_degla_layout_published_and_unbag_written(tmp_path):
+    coco = tmp_path / "train2014"
+    coco.mkdir()
+    for i in (9, 25):
+        _img(coco / f"COCO_train2014_{i:012d}.jpg", 64, 48, "red")
+    published = tmp_path / "neg.json"
+    published.write_text(json.dumps([
+        {"image_id": 9, "original": "a red dog on a bed", "enhanced": ["a red bed on a dog", "a blue dog on a bed"]},
+        {"image_id": 25, "original": "a cat", "enhanced": ["a dog", "a cow", "a horse", "a bird", "a cat toy"]}]))
+    b = next(batches(f"degla:{published}:{coco}", 0, 2, 64, 0, 1, workers=0, typed=4))
+    i = b["captions"].index("a red dog on a bed")
+    assert b["typed_captions"][4 * i:4 * i + 4] == ["a red bed on a dog", "a blue dog on a bed"] * 2
+    assert b["typed_valid"][i].tolist() == [True, True, False, False]
+    assert b["typed_valid"][1 - i].all()
+    with pytest.raises(UnbagError, match="entry 0: no 'image' field"):
+        TrainBatches(f"degla:{published}", 0, 2, 64, 0, 1)
+    from unbag.negatives.export import export
+    (tmp_path / "d.jsonl").write_text(json.dumps({"image": "train2014/COCO_train2014_000000000009.jpg",
+                                                  "caption": "a brown dog chasing a white cat"}) + "\n")
+    out = export(f"jsonl:{tmp_path / 'd.jsonl'}", tmp_path / "mine.json", k=4, progress=False)
+    b = next(batches(f"degla:{out}", 0, 1, 64, 0, 1, workers=0, typed=4))
+    assert b["typed_valid"].all() and len(set(b["typed_captions"])) == 4

@@ -1,0 +1,59 @@
+"""`unbag negatives`: write typed negatives in DeGLA's layout [{image_id, original, enhanced}, ...]."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from rich.progress import Progress
+
+from ..errors import UnbagError
+from ..utils import atomic_write
+from .typed import TYPES, RuleGenerator, WorldGenerator
+
+
+def generator(spec: str, device: str = "cpu"):
+    """'rules' or 'llm:MODEL_DIR'."""
+    if spec == "rules":
+        return RuleGenerator()
+    if spec.startswith("llm:"):
+        from .llm import LLMGenerator
+        return LLMGenerator(spec[4:], device=device)
+    raise UnbagError(f"unknown negative generator {spec!r}; use rules or llm:MODEL_DIR")
+
+
+def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k: int = 4, n: int = 1000,
+           seed: int = 0, gen: str = "rules", device: str = "cpu", progress: bool = True) -> Path:
+    """Generate k negatives per caption of `data` (world: n stream samples) and write them to `out`."""
+    bad = set(types) - set(TYPES)
+    if bad:
+        raise UnbagError(f"unknown negative types {sorted(bad)}; available: {', '.join(TYPES)}")
+    out = Path(out)
+    entries = []
+    with Progress(disable=not progress) as bar:
+        if data in ("world", "ctrl"):
+            from ..world import stream
+            task = bar.add_task("negatives", total=n)
+            world = WorldGenerator()
+            for i in range(n):
+                s = stream.sample(seed, i)
+                rng = np.random.default_rng([seed, 13, i])
+                got = world.generate_for(s.scene.objects, s.form, k, rng, types)
+                entries.append({"image_id": i, "original": s.caption, "enhanced": [x for _, x in got],
+                                "types": [t for t, _ in got], "world": {"seed": seed, "index": i}})
+                bar.advance(task)
+        else:
+            from ..train.data import FileSource
+            src = FileSource(data.split(":", 1)[1] if data.startswith(("csv:", "jsonl:")) else data, seed)
+            g = RuleGenerator() if gen == "rules" else generator(gen, device)
+            task = bar.add_task("negatives", total=len(src.rows))
+            for i, (image, caps) in enumerate(src.rows):
+                rng = np.random.default_rng([seed, 13, i])
+                got = g.generate(caps[0], k, rng, types)
+                entries.append({"image_id": i, "image": os.path.relpath(image, out.parent),
+                                "original": caps[0], "enhanced": [x for _, x in got],
+                                "types": [t for t, _ in got]})
+                bar.advance(task)
+    atomic_write(out, json.dumps(entries, indent=1) + "\n")
+    return out
