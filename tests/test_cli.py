@@ -126,3 +126,24 @@ def test_explain_writes_a_picture_and_a_table(tmp_path, capsys):
     assert code == 0 and "a red cube" in stdout
     code, _, err = _run(["explain", "--model", "open_clip:unbag-tiny", "--item", "ood-colour-1"], capsys)
     assert code == 2 and "bad item id" in err
+
+
+def test_negatives_cli_and_bad_types(tmp_path, capsys):
+    out = tmp_path / "neg.json"
+    code, stdout, _ = _run(["negatives", "--n", "3", "--k", "2", "--types", "replace_nouns,swap_adjectives",
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0 and "negatives written" in stdout
+    entries = json.loads(out.read_text())
+    assert len(entries) == 3 and all(set(e["types"]) <= {"replace_nouns", "swap_adjectives"} for e in entries)
+    code, _, err = _run(["negatives", "--types", "paraphrase", "--out", str(out), "--quiet"], capsys)
+    assert code == 2 and "unknown negative types ['paraphrase']" in err
+
+
+def test_retrieval_eval_is_global_only(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    code, stdout, _ = _run(["eval", "--model", "builtin", "--bench", "ctrl-retrieval:200", "--out", str(out),
+                            "--quiet"], capsys)
+    res = json.loads(out.read_text())
+    assert code == 0 and 0 < res["metrics"]["all/retrieval/i2t/R@1"] <= res["metrics"]["all/retrieval/i2t/R@5"]
+    code, _, err = _run(["eval", "--bench", "ctrl-retrieval:50", "--protocol", "sgi", "--quiet"], capsys)
+    assert code == 2 and "only protocol 'global'" in err
