@@ -46,6 +46,13 @@ def _negatives(a: argparse.Namespace) -> None:
     print(f"negatives written to {out}")
 
 
+def _run(a: argparse.Namespace) -> None:
+    from .run import print_matrix, run_plan
+
+    results = run_plan(a.plan, a.out, progress=not a.quiet, device=a.device)
+    print_matrix(results)
+
+
 def _features(a: argparse.Namespace) -> None:
     from . import models
     from .heads.features import extract_swaps, extract_world
@@ -230,6 +237,13 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--device", default="cuda" if _cuda() else "cpu")
     f.add_argument("--quiet", action="store_true")
     f.set_defaults(fn=_features)
+
+    r = sub.add_parser("run", help="run a plan: models x benchmarks x protocols (resumable)")
+    r.add_argument("plan", help="a TOML plan file (see unbag/run.py)")
+    r.add_argument("--out", default=None, help="overrides the plan's out")
+    r.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(fn=_run)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
     n.add_argument("--data", default="world", help="world (stream samples) | csv:PATH | jsonl:PATH")

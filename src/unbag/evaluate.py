@@ -28,10 +28,10 @@ def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
 
 def evaluate(model: str, bench: str, protocol: str = "global", out: str | None = None,
              batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
-             show: bool = True, options: dict | None = None) -> dict:
+             show: bool = True, options: dict | None = None, loaded=None) -> dict:
     """Run one evaluation; print the table and, with `out`, write results JSON + per-item JSONL."""
     t0 = time.perf_counter()
-    b = benchmarks.load(bench, seed=seed)
+    b = loaded if loaded is not None else benchmarks.load(bench, seed=seed)
     if isinstance(b, RetrievalSet):
         return evaluate_retrieval(model, b, protocol, out, batch_size, device, progress, show, t0)
     score_fn, recorded = scoring.build(protocol, options)

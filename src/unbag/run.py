@@ -1,0 +1,156 @@
+"""`unbag run PLAN`: models x benchmarks x protocols from a TOML plan, resumable cell by cell.
+
+A plan names its models (specs, or `[train.NAME]` tables trained first), benchmarks and protocols:
+
+    out = "runs/main"
+    [models]
+    pretrained = "builtin"
+    FT = "builtin:ft"
+    [train.clic-mine]            # trained into OUT/train/clic-mine, then usable as a model
+    method = "clic"
+    model = "builtin"
+    steps = 600
+    [benchmarks]
+    ctrl = "ctrl"
+    retrieval = "ctrl-retrieval"
+    [protocols]
+    global = "global"
+    SGI = "sgi"
+    TFLocal = "head:builtin:tflocal"   # the shipped head trained on this cell's model
+
+Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
+cells, so an interrupted run continues where it stopped. Retrieval sets are scored with the
+global protocol only (other protocols score candidate pairs); those cells are skipped.
+"""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import benchmarks, models
+from .errors import UnbagError
+from .utils import atomic_write, write_json
+
+HEADS_DIR = Path(__file__).resolve().parent / "weights" / "heads"
+
+
+def read_plan(path: str | Path) -> dict:
+    """Parse and check a plan file; errors name the file and the field."""
+    path = Path(path)
+    try:
+        plan = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UnbagError(f"{path}: plan file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UnbagError(f"{path}: not valid TOML ({e})") from None
+    for field in ("benchmarks", "protocols"):
+        if not isinstance(plan.get(field), dict) or not plan[field]:
+            raise UnbagError(f"{path}: field '{field}' must be a table of NAME = \"SPEC\"")
+    if not plan.get("models") and not plan.get("train"):
+        raise UnbagError(f"{path}: needs a [models] table or [train.NAME] tables")
+    for name in list(plan.get("models", {})) + list(plan.get("benchmarks")) + list(plan.get("protocols")):
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
+            raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
+    return plan
+
+
+def shipped_head(protocol: str, model_spec: str) -> str:
+    """'head:builtin:KIND' -> 'head:DIR' of the head shipped for this cell's built-in model."""
+    if not protocol.startswith("head:builtin:"):
+        return protocol
+    kind = protocol[len("head:builtin:"):]
+    if model_spec == "builtin":
+        name = "pretrained"
+    elif model_spec.startswith("builtin:"):
+        name = model_spec[len("builtin:"):]
+    else:
+        raise UnbagError(f"protocol {protocol}: shipped heads exist only for built-in models, not {model_spec!r}; "
+                         "train a head (unbag features + unbag train --method tflocal) and use head:DIR")
+    d = HEADS_DIR / kind / name
+    if not (d / "head.json").is_file():
+        raise UnbagError(f"protocol {protocol}: no shipped {kind} head for {model_spec} at {d}")
+    return f"head:{d}"
+
+
+def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
+    """Run every unfinished cell of a plan; return all cells' results."""
+    from .evaluate import evaluate
+
+    plan = read_plan(path)
+    root = Path(out or plan.get("out", "runs/plan"))
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write(root / "plan.toml", Path(path).read_text())
+    model_specs = dict(plan.get("models", {}))
+    for name, table in plan.get("train", {}).items():
+        model_specs[name] = str(train_entry(name, table, root, progress, device))
+    seed = int(plan.get("seed", 0))
+    cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
+             if not (plan["benchmarks"][b].startswith("ctrl-retrieval") and plan["protocols"][p] != "global")]
+    results, loaded = [], {}
+    cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
+            TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
+    with Progress(*cols, disable=not progress) as bar:
+        task = bar.add_task("plan", total=len(cells), cell="")
+        for m, b, p in cells:
+            dest = root / "results" / f"{m}__{b}__{p}.json"
+            bar.update(task, cell=f"{m} · {b} · {p}")
+            if dest.is_file():
+                res = json.loads(dest.read_text())
+            else:
+                spec = plan["benchmarks"][b]
+                if spec not in loaded:  # generate/read each benchmark once per run
+                    loaded.clear()
+                    loaded[spec] = benchmarks.load(spec, seed=seed)
+                res = evaluate(model=model_specs[m], bench=spec, protocol=shipped_head(plan["protocols"][p],
+                                                                                        model_specs[m]),
+                               out=str(dest), device=device, seed=seed, progress=False, show=False,
+                               loaded=loaded[spec])
+            res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
+            results.append(res)
+            bar.advance(task)
+    write_json(root / "summary.json", {"plan": str(path), "cells": [r["cell"] for r in results]})
+    return results
+
+
+def train_entry(name: str, table: dict, root: Path, progress: bool, device: str) -> Path:
+    """Train a [train.NAME] model once (resuming an interrupted run); its model folder."""
+    from .train.engine import TrainConfig, Trainer
+
+    out = root / "train" / name
+    if (out / "model" / "open_clip_config.json").is_file():
+        return out / "model"
+    opts = dict(table)
+    method = opts.pop("method", "clip")
+    cfg = TrainConfig.for_method(method, device=device, **opts)
+    Trainer(cfg, out).fit(resume=(out / "ckpt" / "trainer.pt").is_file(), progress=progress)
+    return out / "model"
+
+
+def print_matrix(results: list[dict]) -> None:
+    """Rows = model x protocol; columns = ctrl group score per category (ID/OOD) and retrieval R@1."""
+    from rich.table import Table
+
+    rows: dict[tuple[str, str], dict] = {}
+    for r in results:
+        c = r["cell"]
+        rows.setdefault((c["model"], c["protocol"]), {}).update(r["metrics"])
+    cats = ["color", "size", "material", "count", "relation"]
+    t = Table(title="group score % (ID / OOD) on ctrl; retrieval R@1 % (image->text / text->image)")
+    for h in ["model", "protocol", *cats, "OOD avg c/s/m", "retrieval R@1"]:
+        t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
+    for (m, p), mets in rows.items():
+        cells = []
+        for c in cats:
+            i, o = mets.get(f"id/{c}/group"), mets.get(f"ood/{c}/group")
+            cells.append("" if i is None else f"{100 * i:.1f} / {100 * o:.1f}")
+        ood = [mets.get(f"ood/{c}/group") for c in cats[:3]]
+        cells.append("" if None in ood else f"{100 * sum(ood) / 3:.1f}")
+        r1 = mets.get("all/retrieval/i2t/R@1")
+        cells.append("" if r1 is None else f"{100 * r1:.1f} / {100 * mets['all/retrieval/t2i/R@1']:.1f}")
+        t.add_row(m, p, *cells)
+    Console().print(t)

@@ -1,0 +1,69 @@
+import json
+
+import pytest
+
+from unbag import evaluate as evaluate_mod
+from unbag.errors import UnbagError
+from unbag.run import read_plan, run_plan, shipped_head
+
+
+def _plan(tmp_path, bench):
+    p = tmp_path / "plan.toml"
+    p.write_text(f'''
+out = "{tmp_path / 'out'}"
+[models]
+tiny = "open_clip:unbag-tiny"
+builtin = "builtin"
+[benchmarks]
+ctrl = "ctrl:{bench}"
+retrieval = "ctrl-retrieval:40"
+[protocols]
+global = "global"
+sgi = "sgi"
+''')
+    return p
+
+
+def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_path, monkeypatch):
+    plan = _plan(tmp_path, tiny_bench)
+    real = evaluate_mod.evaluate
+    calls = {"n": 0}
+
+    def dying(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+    monkeypatch.setattr(evaluate_mod, "evaluate", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run_plan(plan, progress=False)
+    done = sorted(p.name for p in (tmp_path / "out" / "results").glob("*.json"))
+    assert len(done) == 2 and not list((tmp_path / "out" / "results").glob(".*tmp*"))
+
+    calls["n"] = -100  # no more interruptions; count the evaluations of the rerun
+    results = run_plan(plan, progress=False)
+    assert calls["n"] == -100 + 4  # 6 cells (retrieval only with global), 2 finished before
+    assert len(results) == 6
+    cells = {(r["cell"]["model"], r["cell"]["benchmark"], r["cell"]["protocol"]) for r in results}
+    assert ("builtin", "retrieval", "global") in cells and ("builtin", "retrieval", "sgi") not in cells
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(summary["cells"]) == 6
+    assert (tmp_path / "out" / "plan.toml").read_text() == plan.read_text()
+
+
+def test_bad_plans_name_the_field(tmp_path):
+    p = tmp_path / "p.toml"
+    p.write_text("[models]\na = 'builtin'\n[protocols]\ng = 'global'\n")
+    with pytest.raises(UnbagError, match="field 'benchmarks'"):
+        read_plan(p)
+    p.write_text("[models\n")
+    with pytest.raises(UnbagError, match="not valid TOML"):
+        read_plan(p)
+    with pytest.raises(UnbagError, match="plan file not found"):
+        read_plan(tmp_path / "nope.toml")
+
+
+def test_shipped_heads_resolve_per_model():
+    assert shipped_head("sgi", "builtin") == "sgi"
+    with pytest.raises(UnbagError, match="only for built-in models"):
+        shipped_head("head:builtin:tflocal", "open_clip:ViT-B-32")
