@@ -1,11 +1,12 @@
-"""Cost of a CLIC step vs an FT step: same model (built-in), same batch size, same loader settings.
+"""Cost of a CLIC step and of a DeGLA step vs an FT step: built-in model, same batch size and loader.
 
 CLIC alternates hard-negative steps (a concatenated image pair, five texts each, spaCy-tagged
 swap negatives) with plain CLIP steps, and freezes the vision tower; FT encodes every sample and
-its binding-swap twin through both towers. Prints seconds per step (data included, warm-up
-excluded), measured in one run (A, B, A, B interleaved, best of each), and their ratio.
+its binding-swap twin through both towers; DeGLA encodes each caption with 4 typed negatives and
+runs the EMA teacher on all of it (no gradients). Prints seconds per step (data included, warm-up
+excluded), measured in one run (methods interleaved, twice, best of each), and ratios to FT.
 
-    .venv/bin/python bench/clic_cost.py --steps 40 --batch-size 128
+    .venv/bin/python bench/method_cost.py --steps 40 --batch-size 128
 """
 from __future__ import annotations
 
@@ -43,19 +44,24 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--workers", type=int, default=1)
     a = p.parse_args()
-    ft, clic, hard, plain = [], [], [], []
+    ft, clic, hard, plain, degla = [], [], [], [], []
     for _ in range(2):
         ft.append(seconds_per_step("ft", a.steps, a.batch_size, a.workers)[0])
         mean, gaps = seconds_per_step("clic", a.steps, a.batch_size, a.workers)
         clic.append(mean)
-        # step k ends at times[k]; gaps[j] is step j + 4: even steps are hard-negative steps
+        # gaps[j] is step j + 4: even steps are hard-negative steps
         hard.append(sum(gaps[0::2]) / len(gaps[0::2]))
         plain.append(sum(gaps[1::2]) / len(gaps[1::2]))
-    print(f"FT step                 : {min(ft) * 1000:7.1f} ms  (runs: {', '.join(f'{x * 1000:.0f}' for x in ft)})")
-    print(f"CLIC step (mean)        : {min(clic) * 1000:7.1f} ms  (runs: {', '.join(f'{x * 1000:.0f}' for x in clic)})")
+        degla.append(seconds_per_step("degla", a.steps, a.batch_size, a.workers)[0])
+    ms = lambda xs: ", ".join(f"{x * 1000:.0f}" for x in xs)  # noqa: E731
+    print(f"batch {a.batch_size}, built-in model, {a.steps} timed steps per run")
+    print(f"FT step                 : {min(ft) * 1000:7.1f} ms  (runs: {ms(ft)})")
+    print(f"CLIC step (mean)        : {min(clic) * 1000:7.1f} ms  (runs: {ms(clic)})")
     print(f"  hard-negative steps   : {min(hard) * 1000:7.1f} ms")
     print(f"  plain CLIP steps      : {min(plain) * 1000:7.1f} ms")
+    print(f"DeGLA step              : {min(degla) * 1000:7.1f} ms  (runs: {ms(degla)})")
     print(f"ratio CLIC / FT         : {min(clic) / min(ft):.2f}x per step")
+    print(f"ratio DeGLA / FT        : {min(degla) / min(ft):.2f}x per step (teacher and 4 negatives included)")
 
 
 if __name__ == "__main__":
