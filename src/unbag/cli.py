@@ -38,6 +38,14 @@ def _train_head(a: argparse.Namespace) -> None:
     print(f"head written to {out}")
 
 
+def _report(a: argparse.Namespace) -> None:
+    from .reports.html import write_report
+
+    out = write_report(a.results, a.out, title=a.title,
+                       explain_model=None if a.no_explain else a.explain_model)
+    print(f"report written to {out}/index.html")
+
+
 def _negatives(a: argparse.Namespace) -> None:
     from .negatives.export import export
 
@@ -244,6 +252,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="cuda" if _cuda() else "cpu")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=_run)
+
+    rp = sub.add_parser("report", help="HTML + Markdown report of results files")
+    rp.add_argument("results", nargs="+", help="results JSON files, or run folders (OUT of unbag run)")
+    rp.add_argument("--out", required=True, help="report folder")
+    rp.add_argument("--title", default="unbag results")
+    rp.add_argument("--explain-model", default="builtin", help="model for the SGI explanation images")
+    rp.add_argument("--no-explain", action="store_true", help="no SGI explanation images")
+    rp.set_defaults(fn=_report)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
     n.add_argument("--data", default="world", help="world (stream samples) | csv:PATH | jsonl:PATH")

@@ -41,7 +41,7 @@ def _panel(img: Image.Image, d: dict, score: float, caption: str, font) -> Image
     return out
 
 
-def explain(backend, bench: Benchmark, cfg: SGIConfig, out: str | os.PathLike) -> Path:
+def explain(backend, bench: Benchmark, cfg: SGIConfig, out: str | os.PathLike, show: bool = True) -> Path:
     """Score every image x caption of the (single-item) benchmark and draw the matches."""
     if len(bench.items) != 1:
         raise UnbagError("explain works on one item")
@@ -62,7 +62,8 @@ def explain(backend, bench: Benchmark, cfg: SGIConfig, out: str | os.PathLike) -
                           " ".join(str(tuple(b)) for b in region), f"{s:.4f}")
         table.add_row("", "", "[bold]SGI score", "", "", f"[bold]{float(scores[0, d['image'], d['caption']]):.4f}",
                       end_section=True)
-    Console().print(table)
+    if show:
+        Console().print(table)
     n_cap = len(it.captions)
     rows = (len(panels) + n_cap - 1) // n_cap
     h = max(p.height for p in panels)

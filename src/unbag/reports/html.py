@@ -1,0 +1,255 @@
+"""`unbag report RESULTS... --out DIR`: a static HTML page and a Markdown file of the results.
+
+Tables (every number links to the results file that holds it, with the key in its tooltip),
+bar charts per category and an ID-vs-OOD plot (matplotlib), and SGI explanation images for a few
+out-of-distribution ctrl items. The folder is self-contained: results files are copied into
+DIR/data/; it is written in a temporary folder and renamed into place.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UnbagError
+from ..utils import atomic_dir
+
+CATEGORIES = ("color", "size", "material", "count", "relation")
+CELL = re.compile(r"^(?P<model>[^_]+(?:_[^_]+)*)__(?P<bench>.+)__(?P<protocol>[^_]+(?:_[^_]+)*)\.json$")
+
+
+@dataclass
+class Result:
+    file: Path  # the results file as given
+    data_name: str  # its copy under DIR/data/
+    res: dict
+    model: str
+    protocol: str
+
+    @property
+    def retrieval(self) -> bool:
+        return any("/retrieval/" in k for k in self.res["metrics"])
+
+
+def collect(paths: list[str | os.PathLike]) -> list[Result]:
+    """Results files (or folders holding results/*.json or *.json), in a stable order."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted((p / "results").glob("*.json")) or sorted(p.glob("*.json"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise UnbagError(f"{p}: no such results file or folder")
+    out, names = [], set()
+    for f in files:
+        try:
+            res = json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            raise UnbagError(f"{f}:{e.lineno}: not valid JSON ({e.msg})") from None
+        if not isinstance(res, dict) or "metrics" not in res or "model" not in res:
+            continue  # summary.json and other files of a run folder
+        m = CELL.match(f.name)
+        model, protocol = (m["model"], m["protocol"]) if m else (res["model"], res["protocol"])
+        name = f.name
+        while name in names:
+            name = f"{f.parent.name}-{name}"
+        names.add(name)
+        out.append(Result(f, name, res, model, protocol))
+    if not out:
+        raise UnbagError(f"no results files among {', '.join(map(str, paths))}")
+    return out
+
+
+def _rows(results: list[Result]) -> dict[tuple[str, str], dict[str, tuple[float, Result]]]:
+    """(model, protocol) -> metric key -> (value, the result holding it, the key)."""
+    rows: dict[tuple[str, str], dict[str, tuple[float, Result]]] = {}
+    for r in results:
+        protocol = r.protocol if not r.retrieval else None
+        key = (r.model, protocol)
+        if protocol is None:  # retrieval numbers join every row of the model
+            continue
+        rows.setdefault(key, {}).update({k: (v, r, k) for k, v in r.res["metrics"].items()})
+    for r in results:  # retrieval is scored globally: it joins the model's global row
+        if r.retrieval:
+            rows.setdefault((r.model, "global"), {}).update({k: (v, r, k) for k, v in r.res["metrics"].items()})
+    return rows
+
+
+def _cell_html(entry: tuple | None) -> str:
+    """A number linked to its results file (entry: value, result, metric key)."""
+    if entry is None:
+        return "<td></td>"
+    v, r, key = entry
+    tip = html.escape(f"{r.data_name}: metrics['{key}']")
+    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a></td>'
+
+
+def _cell_md(entry: tuple | None) -> str:
+    return "" if entry is None else f"[{100 * entry[0]:.1f}](data/{entry[1].data_name})"
+
+
+def main_table(rows) -> tuple[list[str], list[list]]:
+    """Header and cells: per category ID and OOD group score, OOD average, retrieval R@1."""
+    head = ["model", "protocol"]
+    keys = []
+    for c in CATEGORIES:
+        for s in ("id", "ood"):
+            head.append(f"{c} {s.upper()}")
+            keys.append(f"{s}/{c}/group")
+    head += ["OOD avg c/s/m", "R@1 i2t", "R@1 t2i"]
+    body = []
+    for (m, p), mets in rows.items():
+        cells = [mets.get(k) for k in keys]
+        ood = [mets.get(f"ood/{c}/group") for c in CATEGORIES[:3]]
+        avg = None if None in ood else (sum(o[0] for o in ood) / 3, None, None)  # computed here
+        cells += [avg, mets.get("all/retrieval/i2t/R@1"), mets.get("all/retrieval/t2i/R@1")]
+        body.append([m, p, *cells])
+    return head, body
+
+
+def figures(rows, out: Path) -> list[tuple[str, str]]:
+    """Bar charts of group score per category (ID and OOD) and an ID-vs-OOD scatter."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{m}\n{p}" for m, p in rows]
+    made = []
+    for c in CATEGORIES:
+        ids = [100 * mets[f"id/{c}/group"][0] if f"id/{c}/group" in mets else 0 for mets in rows.values()]
+        oods = [100 * mets[f"ood/{c}/group"][0] if f"ood/{c}/group" in mets else 0 for mets in rows.values()]
+        if not any(ids) and not any(oods):
+            continue
+        fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels)), 3.6))
+        x = range(len(labels))
+        ax.bar([i - 0.2 for i in x], ids, 0.4, label="ID", color="#4C72B0")
+        ax.bar([i + 0.2 for i in x], oods, 0.4, label="OOD", color="#DD8452")
+        ax.axhline(100 / 6, color="gray", ls="--", lw=1, label="chance")
+        ax.set_xticks(list(x), labels, fontsize=7, rotation=45, ha="right")
+        ax.set_ylabel("group score %")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"{c}: group score, in- and out-of-distribution")
+        ax.legend(fontsize=7, loc="upper right")
+        fig.tight_layout()
+        name = f"figures/category-{c}.png"
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        made.append((name, f"{c}: ID vs OOD group score per model and protocol"))
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    for (m, p), mets in rows.items():
+        pts = [(100 * mets[f"id/{c}/group"][0], 100 * mets[f"ood/{c}/group"][0]) for c in CATEGORIES[:3]
+               if f"id/{c}/group" in mets and f"ood/{c}/group" in mets]
+        if pts:
+            ax.scatter(*zip(*pts), label=f"{m} · {p}", s=22)
+    ax.plot([0, 100], [0, 100], color="gray", lw=1, ls="--")
+    ax.set_xlabel("ID group score %")
+    ax.set_ylabel("OOD group score %")
+    ax.set_title("ID vs OOD (color, size, material)")
+    ax.legend(fontsize=6, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out / "figures/id-vs-ood.png", dpi=110)
+    plt.close(fig)
+    made.append(("figures/id-vs-ood.png", "ID vs OOD group score: points below the diagonal lose out of distribution"))
+    return made
+
+
+def explanations(out: Path, model: str, items: list[str], seed: int) -> list[tuple[str, str]]:
+    """SGI explanation images of a few ctrl items."""
+    from .. import models
+    from ..sgi.explain import bench_item, explain
+    from ..sgi.protocol import SGIConfig
+
+    backend = models.load(model)
+    made = []
+    for item in items:
+        name = f"explain/{item}.png"
+        explain(backend, bench_item("ctrl", item, seed), SGIConfig(), out / name, show=False)
+        made.append((name, f"SGI on {item} ({model}): each caption segment's best region and its cosine"))
+    return made
+
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; font-size: 13px; margin: 1em 0; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
+th {{ background: #f3f3f3; }} td:first-child, td:nth-child(2) {{ text-align: left; }}
+a {{ color: #1a4f9c; text-decoration: none; }} figure {{ display: inline-block; margin: 0.5em; }}
+figcaption {{ font-size: 12px; color: #555; max-width: 640px; }} .note {{ color: #555; font-size: 13px; }}
+</style></head>
+<body data-images-ok="unknown">
+<h1>{title}</h1>
+<p class="note">{note}</p>
+<h2>Group score by category (%, ID / OOD) and general ability</h2>
+{table}
+<p class="note">Strict &gt;: ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1
+(image&rarr;text, text&rarr;image), ties against the model. Every number links to its results file.</p>
+<h2>Charts</h2>
+{figures}
+{explain}
+<h2>Results files</h2>
+<ul>{files}</ul>
+<script>
+// mark the page when every image has loaded (the browser test reads this)
+window.addEventListener("load", () => {{
+  const imgs = Array.from(document.images);
+  const ok = imgs.every(i => i.complete && i.naturalWidth > 0);
+  document.body.dataset.imagesOk = ok ? "yes" : "no";
+  document.body.dataset.images = String(imgs.length);
+}});
+</script>
+</body></html>
+"""
+
+
+def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results",
+                 explain_model: str | None = "builtin", explain_items: tuple[str, ...] = (
+                     "ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-relation-0000"),
+                 seed: int = 0) -> Path:
+    """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/."""
+    results = collect(paths)
+    rows = _rows(results)
+    head, body = main_table(rows)
+    with atomic_dir(out) as tmp:
+        for sub in ("data", "figures", "explain"):
+            (tmp / sub).mkdir()
+        for r in results:
+            shutil.copyfile(r.file, tmp / "data" / r.data_name)
+        figs = figures(rows, tmp) if rows else []
+        ctrl = any(not r.retrieval and r.res["benchmark"].get("name") == "ctrl" for r in results)
+        expl = explanations(tmp, explain_model, list(explain_items), seed) if (ctrl and explain_model) else []
+        v = results[0].res.get("versions", {})
+        note = html.escape(f"{len(results)} results files; unbag {v.get('unbag')}, torch {v.get('torch')}, "
+                           f"open_clip {v.get('open_clip')}, git {v.get('git_commit')}")
+        t = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+        for row in body:
+            cells = [f"<td>{html.escape(row[0])}</td>", f"<td>{html.escape(str(row[1]))}</td>"]
+            for e in row[2:]:
+                cells.append(f"<td>{100 * e[0]:.1f}</td>" if e is not None and e[1] is None else _cell_html(e))
+            t.append("<tr>" + "".join(cells) + "</tr>")
+        t.append("</table>")
+        fig_html = "".join(f'<figure><img src="{n}" alt="{html.escape(c)}"><figcaption>{html.escape(c)}'
+                           "</figcaption></figure>" for n, c in figs)
+        expl_html = ("<h2>SGI explanations</h2>" + "".join(
+            f'<figure><img src="{n}" alt="{html.escape(c)}"><figcaption>{html.escape(c)}</figcaption></figure>'
+            for n, c in expl)) if expl else ""
+        files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '
+                        f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
+                        f"{html.escape(str(r.res['benchmark'].get('spec')))})</li>" for r in results)
+        (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), note=note, table="\n".join(t),
+                                                    figures=fig_html, explain=expl_html, files=files))
+        md = [f"# {title}", "", note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in body:
+            cells = [row[0], str(row[1])] + [f"{100 * e[0]:.1f}" if e is not None and e[1] is None else _cell_md(e)
+                                             for e in row[2:]]
+            md.append("| " + " | ".join(cells) + " |")
+        md += ["", "Strict '>': ties count as wrong; chance group 16.7.", ""]
+        md += [f"![{c}]({n})" for n, c in figs + expl]
+        (tmp / "report.md").write_text("\n".join(md) + "\n")
+    return Path(out)

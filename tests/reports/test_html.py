@@ -1,0 +1,58 @@
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from unbag.errors import UnbagError
+from unbag.evaluate import evaluate
+from unbag.reports.html import write_report
+
+ARTIFACTS = Path(os.environ.get("UNBAG_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
+
+
+@pytest.fixture(scope="module")
+def report(tiny_bench, tmp_path_factory):
+    d = tmp_path_factory.mktemp("results")
+    (d / "results").mkdir()
+    for model, protocol in (("builtin", "global"), ("builtin", "sgi")):
+        evaluate(model, f"ctrl:{tiny_bench}", protocol, out=str(d / "results" / f"pre__ctrl__{protocol}.json"),
+                 progress=False, show=False)
+    evaluate("builtin", "ctrl-retrieval:60", out=str(d / "results" / "pre__ret__global.json"), progress=False,
+             show=False)
+    out = write_report([d], tmp_path_factory.mktemp("rep") / "report", explain_items=("ood-color-0000",))
+    return d, out
+
+
+def test_every_number_links_to_the_file_that_holds_it(report):
+    d, out = report
+    page = (out / "index.html").read_text()
+    links = re.findall(r'<a href="data/([^"]+)" title="([^"]+): metrics\[&#x27;([^&]+)&#x27;\]">([\d.]+)</a>', page)
+    assert len(links) >= 2 * 10 + 2  # two protocol rows of 10 category cells, plus retrieval
+    for name, _, key, shown in links:
+        value = json.loads((out / "data" / name).read_text())["metrics"][key]
+        assert shown == f"{100 * value:.1f}"
+    assert (out / "report.md").read_text().count("](data/") == len(links)
+    assert (out / "explain" / "ood-color-0000.png").is_file() and (out / "figures" / "id-vs-ood.png").is_file()
+    with pytest.raises(UnbagError, match="no such results file"):
+        write_report([d / "missing.json"], out.parent / "x")
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_report_in_a_headless_browser(report):
+    _, out = report
+    url = (out / "index.html").as_uri()
+    base = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+            "--virtual-time-budget=5000"]
+    dom = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=120)
+    console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln]
+    assert not console, console
+    assert 'data-images-ok="yes"' in dom.stdout  # every figure and explanation image loaded
+    assert dom.stdout.count("<tr>") >= 3 and "OOD avg c/s/m" in dom.stdout
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    subprocess.run(base + ["--window-size=1400,1800", f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 10_000
