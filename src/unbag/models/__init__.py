@@ -12,7 +12,7 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "weights" / "builtin"
 METHODS_DIR = Path(__file__).resolve().parent.parent / "weights" / "methods"
 
 SPEC_FORMS = ("builtin", "builtin:METHOD (shipped ft|negclip|clic|degla checkpoints)", "open_clip:NAME[@PRETRAINED]", "open_clip:local-dir:PATH",
-              "open_clip:hf-hub:ORG/REPO", "PATH (a saved unbag / open_clip local-dir model)")
+              "open_clip:hf-hub:ORG/REPO", "hf:PATH_OR_ID (transformers CLIP/SigLIP)", "PATH (a saved unbag / open_clip local-dir model)")
 
 
 def load(spec: str, device: str | torch.device = "cpu") -> Backend:
@@ -31,6 +31,9 @@ def load(spec: str, device: str | torch.device = "cpu") -> Backend:
             have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
             raise UnbagError(f"{spec}: no shipped checkpoint {name!r}; available: {', '.join(have) or 'none'}")
         return load_overlay(METHODS_DIR / name, spec, device)
+    if spec.startswith("hf:"):
+        from .hf import HFBackend
+        return HFBackend(spec, spec[len("hf:"):], device=device)
     if spec.startswith("open_clip:"):
         name, pretrained = parse(spec[len("open_clip:"):])
         return OpenCLIPBackend(spec, name, pretrained, device=device)

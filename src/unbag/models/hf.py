@@ -1,0 +1,147 @@
+"""Hugging Face backend: `hf:PATH_OR_ID` for transformers CLIPModel and SiglipModel (v5 outputs).
+
+Joint-space tokens (spec ecosystem.md):
+- CLIP: patches = visual_projection(post_layernorm(last_hidden_state[:, 1:])); text tokens =
+  text_projection(last_hidden_state); the global embeddings are the same maps of the pooled
+  (CLS / end-of-text) token, so token and global features live in one space.
+- SigLIP pools image patches with attention (a MAP head), which has no linear map into the joint
+  space. unbag's approximation: each patch goes through the head as if the pooling attended to
+  it alone — out_proj(v_proj(x)), then the head's residual MLP — which is exactly the pooled
+  embedding when attention is one-hot on that patch. Text tokens go through SigLIP's text head.
+Preprocessing: resize the shorter side (bicubic) and centre-crop to the processor's crop size,
+then the processor's mean/std; SigLIP's processor squashes to a square, which unbag follows.
+Offline first: with HF_HUB_OFFLINE=1 only local folders and the local cache are read.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from ..errors import UnbagError
+from .base import Backend, ImageFeatures, TextFeatures
+
+
+def _load(path: str):
+    try:
+        import transformers
+    except ImportError:
+        raise UnbagError("hf: backends need transformers: pip install transformers") from None
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(path)
+    except OSError as e:
+        raise UnbagError(f"hf:{path}: cannot find the model ({e}). Download it where a network is "
+                         "available (huggingface-cli download ID --local-dir DIR) and pass hf:DIR") from None
+    kinds = {"clip": transformers.CLIPModel, "siglip": transformers.SiglipModel}
+    if cfg.model_type not in kinds:
+        raise UnbagError(f"hf:{path}: model type {cfg.model_type!r} is not supported (clip, siglip)")
+    return cfg.model_type, kinds[cfg.model_type].from_pretrained(path), transformers
+
+
+class HFBackend(Backend):
+    """A transformers CLIPModel or SiglipModel behind unbag's backend contract."""
+
+    def __init__(self, spec: str, path: str, device: str | torch.device = "cpu"):
+        self.spec = spec
+        self.kind, model, tf = _load(path)
+        self.model = model.to(device).eval()
+        self.tokenizer = tf.AutoTokenizer.from_pretrained(path)
+        proc = self._processor_config(path)
+        vcfg = model.config.vision_config
+        side = proc.get("crop_size") or proc.get("size") or {"height": vcfg.image_size}
+        h = side.get("height", side.get("shortest_edge", vcfg.image_size)) if isinstance(side, dict) else side
+        self.image_size = (int(h), int(h))
+        self.mean = tuple(proc.get("image_mean", (0.5, 0.5, 0.5)))
+        self.std = tuple(proc.get("image_std", (0.5, 0.5, 0.5)))
+        self.squash = self.kind == "siglip"
+        self.patch = vcfg.patch_size
+        tcfg = model.config.text_config
+        self.context = min(getattr(self.tokenizer, "model_max_length", 10**6) or 10**6,
+                           tcfg.max_position_embeddings)
+
+    @staticmethod
+    def _processor_config(path: str) -> dict:
+        f = Path(path) / "preprocessor_config.json"
+        if f.is_file():
+            return json.loads(f.read_text())
+        try:  # a hub id in the local cache
+            from transformers import AutoImageProcessor
+            p = AutoImageProcessor.from_pretrained(path)
+            return {k: getattr(p, k) for k in ("crop_size", "size", "image_mean", "image_std") if hasattr(p, k)}
+        except (OSError, ValueError):
+            return {}
+
+    def preprocess(self, image: Image.Image) -> torch.Tensor:
+        image = image.convert("RGB")
+        px = self.image_size[0]
+        if self.squash:
+            image = image.resize((px, px), Image.BICUBIC)
+        else:
+            w, h = image.size
+            s = px / min(w, h)
+            image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
+            w, h = image.size
+            image = image.crop(((w - px) // 2, (h - px) // 2, (w - px) // 2 + px, (h - px) // 2 + px))
+        x = torch.from_numpy(np.asarray(image).copy())[None]
+        return self.normalize_pixels(x)[0]
+
+    def tokenize(self, texts: list[str]) -> torch.Tensor:
+        pad = "max_length" if self.kind == "siglip" else "max_length"
+        out = self.tokenizer(list(texts), padding=pad, truncation=True, max_length=self.context,
+                             return_tensors="pt")
+        return out["input_ids"]
+
+    def _mask(self, ids: torch.Tensor) -> torch.Tensor:
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            return torch.ones_like(ids, dtype=torch.bool)
+        real = ids != pad
+        if self.kind == "clip" and self.tokenizer.eos_token_id == pad:
+            # CLIP pads with its end token: keep the first one (the pooled position)
+            first = (ids == pad).int().argmax(-1)
+            real[torch.arange(len(ids)), first] = True
+        return real
+
+    def encode_images(self, pixels: torch.Tensor, tokens: bool = False) -> ImageFeatures:
+        vm = self.model.vision_model
+        out = vm(pixel_values=pixels)
+        if self.kind == "clip":
+            emb = self.model.visual_projection(out.pooler_output)
+            if not tokens:
+                return ImageFeatures(emb)
+            toks = self.model.visual_projection(vm.post_layernorm(out.last_hidden_state[:, 1:]))
+        else:
+            emb = out.pooler_output
+            if not tokens:
+                return ImageFeatures(emb)
+            toks = self._siglip_patch_tokens(out.last_hidden_state)
+        g = pixels.shape[-1] // self.patch
+        return ImageFeatures(emb, toks, (pixels.shape[-2] // self.patch, g))
+
+    def _siglip_patch_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        head = self.model.vision_model.head
+        att = head.attention
+        d = x.shape[-1]
+        w_v, b_v = att.in_proj_weight[2 * d:], att.in_proj_bias[2 * d:]
+        h = att.out_proj(torch.nn.functional.linear(x, w_v, b_v))  # attention one-hot on each patch
+        return h + head.mlp(head.layernorm(h))
+
+    def encode_texts(self, ids: torch.Tensor, tokens: bool = False) -> TextFeatures:
+        tm = self.model.text_model
+        mask = self._mask(ids)
+        attn = mask.long() if self.kind == "clip" else None
+        out = tm(input_ids=ids, attention_mask=attn)
+        if self.kind == "clip":
+            emb = self.model.text_projection(out.pooler_output)
+            toks = self.model.text_projection(out.last_hidden_state) if tokens else None
+        else:
+            emb = out.pooler_output
+            toks = tm.head(out.last_hidden_state) if tokens else None
+        return TextFeatures(emb, toks, mask if tokens else None)
+
+    @property
+    def logit_scale(self) -> torch.Tensor:
+        return self.model.logit_scale.exp().clamp(max=100)
