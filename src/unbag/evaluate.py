@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from . import benchmarks, metrics, models, scoring
+from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
 from .errors import UnbagError
 from .metrics.retrieval import recall
@@ -17,13 +18,35 @@ from .utils import atomic_write, versions, write_json
 
 
 def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
+    names = [m for m in per_item if not m.startswith("tie/")]
     out = []
     for n, it in enumerate(bench.items):
         rec = {"id": it.id, **it.group, "scores": [[round(float(v), 6) for v in row] for row in scores[n]]}
-        rec.update({m: float(per_item[m][n]) for m in metrics.METRICS})
-        rec["ties"] = [m for m in metrics.METRICS if bool(per_item[f"tie/{m}"][n])]
+        rec.update({m: float(per_item[m][n]) for m in names})
+        rec["ties"] = [m for m in names if bool(per_item[f"tie/{m}"][n])]
         out.append(rec)
     return out
+
+
+def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, dict]:
+    """Per-item values and 'subset/metric' summaries of a public benchmark (by its metric kind)."""
+    from .metrics.pairwise import itt, pairwise, tot
+    from .metrics.summary import summarize
+
+    fn = {"winoground": metrics.winoground, "pairwise": pairwise, "itt": itt}[b.metric]
+    per_item = fn(scores)
+    if b.metric == "itt":  # SugarCrepe++'s text-only score uses the text encoder alone (global embeddings)
+        from .scoring.encode import encode_texts
+        t = encode_texts(backend, [c for it in b.items for c in it.captions]).view(len(b.items), 3, -1)
+        per_item.update(tot(t[:, 0], t[:, 1], t[:, 2]))
+    names = tuple(m for m in per_item if not m.startswith("tie/"))
+    flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro)
+    for key in sorted({k for it in b.items for k in it.group} - {"subset"}):  # e.g. Winoground's tags
+        f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names)
+        flat.update({k: v for k, v in f2.items() if "=" in k})
+        ties.update({k: v for k, v in t2.items() if "=" in k})
+        counts.update({k: v for k, v in c2.items() if "=" in k})
+    return per_item, flat, ties, counts
 
 
 def evaluate(model: str, bench: str, protocol: str = "global", out: str | None = None,
@@ -34,14 +57,19 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
     b = loaded if loaded is not None else benchmarks.load(bench, seed=seed)
     if isinstance(b, RetrievalSet):
         return evaluate_retrieval(model, b, protocol, out, batch_size, device, progress, show, t0)
+    if isinstance(b, ClassificationSet):
+        return evaluate_classification(model, b, protocol, out, batch_size, device, progress, show, t0)
     score_fn, recorded = scoring.build(protocol, options)
     t1 = time.perf_counter()
     backend = models.load(model, device=device)
     t2 = time.perf_counter()
     scores = score_fn(backend, b, batch_size=batch_size, progress=progress)
     t3 = time.perf_counter()
-    per_item = metrics.winoground(scores)
-    flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
+    if b.name == "ctrl":
+        per_item = metrics.winoground(scores)
+        flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
+    else:
+        per_item, flat, ties, counts = public_metrics(b, scores, backend)
     res = {
         "model": model, "protocol": protocol,
         "benchmark": {"name": b.name, "spec": bench, **b.info},
@@ -61,9 +89,51 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
         atomic_write(items_path, "".join(json.dumps(r) + "\n" for r in per_item_records(b, scores, per_item)))
         write_json(out_path, res)
     if show:
-        print_results(res)
+        print_results(res) if b.name == "ctrl" else print_flat(res)
         if out:
             print(f"results written to {out}")
+    return res
+
+
+def print_flat(res: dict) -> None:
+    """A plain listing of 'subset/metric' results with tie counts."""
+    print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
+    for k, v in res["metrics"].items():
+        t = res.get("ties", {}).get(k)
+        print(f"  {k:40s} {100 * v:6.2f}" + (f"   ({t} ties)" if t else ""))
+
+
+def evaluate_classification(model: str, b, protocol: str, out: str | None, batch_size: int, device: str,
+                            progress: bool, show: bool, t0: float) -> dict:
+    """Zero-shot top-1/top-5 accuracy: class embedding = mean of its normalised template embeddings."""
+    if protocol != "global":
+        raise UnbagError(f"{b.name}: zero-shot classification is scored with the global protocol only")
+    import torch.nn.functional as F
+
+    from .metrics.retrieval import ranks
+    from .scoring.encode import encode_images, encode_texts
+
+    backend = models.load(model, device=device)
+    t1 = time.perf_counter()
+    img = encode_images(backend, b.images, None, batch_size, None, progress)
+    prompts = [t.format(c) for c in b.classes for t in b.templates]
+    cls = F.normalize(encode_texts(backend, prompts, progress=progress).view(len(b.classes), len(b.templates), -1)
+                      .mean(1), dim=-1)
+    sim = img @ cls.T
+    pos = torch.zeros(sim.shape, dtype=torch.bool)
+    pos[torch.arange(len(b.labels)), torch.tensor(b.labels)] = True
+    r = ranks(sim, pos)  # ties count against the model
+    flat = {"all/zeroshot/top1": float((r <= 1).float().mean()), "all/zeroshot/top5": float((r <= 5).float().mean())}
+    res = {"model": model, "protocol": protocol, "benchmark": {"name": b.name, "spec": b.spec, **b.info},
+           "metrics": flat, "ties": {}, "counts": {"all": len(b.images)}, "n_items": len(b.images),
+           "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol,
+                      "options": {"templates": list(b.templates)}},
+           "timings": {"load_s": t1 - t0, "score_s": time.perf_counter() - t1},
+           "versions": versions(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    if out:
+        write_json(out, res)
+    if show:
+        print_flat(res)
     return res
 
 

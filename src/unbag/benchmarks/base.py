@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -11,7 +12,8 @@ from PIL import Image, UnidentifiedImageError
 
 from ..errors import UnbagError
 
-ImageRef = Union[str, np.ndarray]  # a file path, or pixels [H, W, 3] uint8 held in memory
+# a file path (optionally "PATH#crop=x,y,w,h"), pixels [H, W, 3] uint8, or encoded image bytes
+ImageRef = Union[str, np.ndarray, bytes]
 
 
 @dataclass
@@ -33,23 +35,43 @@ class Benchmark:
     items: list[Item]
     info: dict = field(default_factory=dict)
     image_size: int | None = None
+    metric: str = "winoground"  # winoground (2x2) | pairwise (first caption beats the rest) | itt
+    macro: list[str] | None = None  # subsets in the macro average (None: all of them)
 
 
 def image_key(ref: ImageRef) -> str:
     """Identity of an image for deduplication: its path, or a hash of its pixels."""
     if isinstance(ref, np.ndarray):
         return "sha1:" + hashlib.sha1(np.ascontiguousarray(ref).tobytes()).hexdigest()
-    return str(Path(ref))
+    if isinstance(ref, bytes):
+        return "sha1:" + hashlib.sha1(ref).hexdigest()
+    path, _, crop = ref.partition("#")
+    return str(Path(path)) + (f"#{crop}" if crop else "")
+
+
+def crop_ref(path: str | Path, x: float, y: float, w: float, h: float) -> str:
+    """A reference to a box of an image file (ARO's bbox crops)."""
+    return f"{path}#crop={x},{y},{w},{h}"
 
 
 def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Image.Image:
     """Open an image reference as RGB, with an error that says which item and field is at fault."""
     if isinstance(ref, np.ndarray):
         img = Image.fromarray(ref)
-    else:
+    elif isinstance(ref, bytes):
         try:
-            with Image.open(ref) as f:
+            with Image.open(io.BytesIO(ref)) as f:
                 img = f.convert("RGB")
+        except (UnidentifiedImageError, OSError, SyntaxError) as e:
+            raise UnbagError(f"{where}: cannot decode the embedded image: {e}") from None
+    else:
+        path, _, crop = ref.partition("#crop=")
+        try:
+            with Image.open(path) as f:
+                img = f.convert("RGB")
+            if crop:
+                x, y, w, h = (float(v) for v in crop.split(","))
+                img = img.crop((x, y, x + w, y + h))
         except FileNotFoundError:
             raise UnbagError(f"{where}: image file not found: {ref}") from None
         except (UnidentifiedImageError, OSError, SyntaxError) as e:

@@ -40,3 +40,32 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64)
         image_texts.append([index[s.caption]])
     return RetrievalSet("ctrl-retrieval", f"ctrl-retrieval (seed {seed}, n {n})", images, texts, image_texts,
                         {"seed": seed, "n_images": n, "n_texts": len(texts)}, px)
+
+
+def karpathy(spec: str, split: str = "test") -> RetrievalSet:
+    """karpathy:JSON[:IMAGE_ROOT]: Karpathy's dataset_*.json ({images: [{filepath, filename, split,
+    sentences: [{raw}]}]}); images under IMAGE_ROOT (default: the JSON's folder)."""
+    from pathlib import Path
+
+    from ..errors import UnbagError
+    from .common import need, read_json
+
+    path, _, image_root = spec.partition(":")
+    path = Path(path)
+    root = Path(image_root) if image_root else path.parent
+    data = read_json(path)
+    if not isinstance(data, dict) or "images" not in data:
+        raise UnbagError(f"{path}: expected Karpathy's layout {{\"images\": [...]}}")
+    images, texts, image_texts = [], [], []
+    for n, im in enumerate(data["images"]):
+        need(im, ("filename", "sentences"), f"{path}: images[{n}]")
+        if im.get("split", split) != split:
+            continue
+        images.append(str(root / im.get("filepath", "") / im["filename"]))
+        first = len(texts)
+        texts += [s["raw"] for s in im["sentences"]]
+        image_texts.append(list(range(first, len(texts))))
+    if not images:
+        raise UnbagError(f"{path}: no images in split {split!r}")
+    return RetrievalSet("karpathy", f"karpathy:{spec}", images, texts, image_texts,
+                        {"split": split, "n_images": len(images), "n_texts": len(texts)})

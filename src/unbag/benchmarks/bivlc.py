@@ -1,0 +1,47 @@
+"""BiVLC (Miranda et al.) from its parquet release (spec benchmarks.md).
+
+bivlc:DIR   parquet file(s) in DIR (or DIR/data/) with columns image, caption, negative_caption,
+            negative_image, type, subtype; images embedded (bytes, or Hugging Face's {bytes, path}).
+            Items are 2x2: images (image, negative_image), captions (caption, negative_caption);
+            I2T = text score, T2I = image score, group; per type_subtype and overall.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UnbagError
+from .base import Benchmark, Item
+
+COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
+
+
+def _bytes(v, where: str) -> bytes:
+    if isinstance(v, dict):
+        v = v.get("bytes")
+    if not isinstance(v, (bytes, bytearray)):
+        raise UnbagError(f"{where}: image is not embedded bytes")
+    return bytes(v)
+
+
+def load(root: str | Path) -> Benchmark:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UnbagError("BiVLC is read with pyarrow: pip install pyarrow") from None
+    root = Path(root)
+    files = sorted(root.glob("*.parquet")) or sorted((root / "data").glob("*.parquet"))
+    if not files:
+        raise UnbagError(f"{root}: no .parquet files")
+    items = []
+    for f in files:
+        table = pq.read_table(f)
+        missing = [c for c in COLUMNS if c not in table.column_names]
+        if missing:
+            raise UnbagError(f"{f}: missing column '{missing[0]}'")
+        for n, row in enumerate(table.to_pylist()):
+            where = f"{f}: row {n}"
+            imgs = [_bytes(row["image"], f"{where} column 'image'"),
+                    _bytes(row["negative_image"], f"{where} column 'negative_image'")]
+            items.append(Item(f"bivlc-{f.stem}-{n}", imgs, [row["caption"], row["negative_caption"]],
+                              {"subset": f"{row['type']}_{row['subtype']}"}, source=where))
+    return Benchmark("bivlc", f"bivlc:{root}", items, {}, metric="winoground")

@@ -1,0 +1,63 @@
+"""SugarCrepe and SugarCrepe++ in their official layouts (spec benchmarks.md).
+
+sugarcrepe:DIR     DIR/data/{add_att,add_obj,replace_att,replace_obj,replace_rel,swap_att,swap_obj}.json,
+                   each {"0": {"filename", "caption", "negative_caption"}, ...}; COCO val2017 images
+                   in DIR/images/ (or DIR/val2017/). Accuracy s(I,pos) > s(I,neg) per subset, the
+                   macro average (mean of the 7) and the micro average (over all items).
+sugarcrepe++:DIR   DIR/data/{replace_att,replace_obj,replace_rel,swap_att,swap_obj}.json, each a list of
+                   {"id", "filename", "caption", "caption2", "negative_caption"}; ITT (image-to-text)
+                   from the score tensor, TOT (text-only) from the text embeddings.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UnbagError
+from .base import Benchmark, Item
+from .common import image_dir, need, read_json
+
+SC_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
+SCPP_SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
+
+
+def _files(root: Path, subsets: tuple[str, ...]) -> list[tuple[str, Path]]:
+    data = root / "data" if (root / "data").is_dir() else root
+    found = [(s, data / f"{s}.json") for s in subsets if (data / f"{s}.json").is_file()]
+    if not found:
+        raise UnbagError(f"{root}: none of {', '.join(s + '.json' for s in subsets)} found in {data}")
+    return found
+
+
+def load_sugarcrepe(root: str | Path) -> Benchmark:
+    root = Path(root)
+    images = image_dir(root, "images", "val2017")
+    items = []
+    for subset, f in _files(root, SC_SUBSETS):
+        data = read_json(f)
+        if not isinstance(data, dict):
+            raise UnbagError(f"{f}: expected an object keyed by item id")
+        for key, ex in data.items():
+            where = f"{f}: item {key!r}"
+            need(ex, ("filename", "caption", "negative_caption"), where)
+            items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
+                              [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
+    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, {"subsets": sorted({i.group["subset"] for i in items})},
+                     metric="pairwise")
+
+
+def load_sugarcrepe_pp(root: str | Path) -> Benchmark:
+    root = Path(root)
+    images = image_dir(root, "images", "val2017")
+    items = []
+    for subset, f in _files(root, SCPP_SUBSETS):
+        data = read_json(f)
+        if not isinstance(data, list):
+            raise UnbagError(f"{f}: expected a list of items")
+        for n, ex in enumerate(data):
+            where = f"{f}: item {n}"
+            need(ex, ("filename", "caption", "caption2", "negative_caption"), where)
+            items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
+                              [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
+                              source=where))
+    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items,
+                     {"subsets": sorted({i.group["subset"] for i in items})}, metric="itt")

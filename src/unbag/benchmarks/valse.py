@@ -1,0 +1,44 @@
+"""VALSE (Parcalabescu et al.) in its official layout (spec benchmarks.md).
+
+valse:DIR   DIR/data/*.json (or DIR/*.json), one file per piece (existence, plurals, counting-hard,
+            counting-small-quant, counting-adversarial, relations, action-replacement, actant-swap,
+            coreference-standard, coreference-hard, foil-it): {key: {dataset, image_file, caption,
+            foil, ..., mturk: {caption, foil, other}}}. Only items with mturk.caption >= 2 are kept.
+            Images in DIR/images/<dataset>/<image_file>, else DIR/images/<image_file>.
+            Pairwise accuracy s(I, caption) > s(I, foil) per piece and averaged over pieces.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UnbagError
+from .base import Benchmark, Item
+from .common import need, read_json
+
+MIN_MTURK_VALID = 2
+
+
+def load(root: str | Path) -> Benchmark:
+    root = Path(root)
+    data_dir = root / "data" if (root / "data").is_dir() else root
+    files = sorted(data_dir.glob("*.json"))
+    if not files:
+        raise UnbagError(f"{data_dir}: no VALSE piece files (*.json)")
+    items, dropped = [], 0
+    for f in files:
+        data = read_json(f)
+        if not isinstance(data, dict):
+            raise UnbagError(f"{f}: expected an object keyed by item id")
+        for key, ex in data.items():
+            where = f"{f}: item {key!r}"
+            need(ex, ("dataset", "image_file", "caption", "foil", "mturk"), where)
+            need(ex["mturk"], ("caption",), f"{where} field 'mturk'")
+            if ex["mturk"]["caption"] < MIN_MTURK_VALID:
+                dropped += 1
+                continue
+            img = root / "images" / ex["dataset"] / ex["image_file"]
+            if not img.exists():
+                img = root / "images" / ex["image_file"]
+            items.append(Item(f"{f.stem}-{key}", [str(img)], [ex["caption"], ex["foil"]], {"subset": f.stem},
+                              source=where))
+    return Benchmark("valse", f"valse:{root}", items, {"dropped_mturk": dropped}, metric="pairwise")

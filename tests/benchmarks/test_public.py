@@ -1,0 +1,147 @@
+"""Every public benchmark end to end, in its official layout, with metrics recomputed by hand."""
+import json
+
+import pytest
+
+from unbag import benchmarks
+from unbag.errors import UnbagError
+from unbag.evaluate import evaluate
+
+MODEL = "builtin"  # fixed weights: tests recompute with a second load
+
+
+def _items(res_path):
+    return [json.loads(x) for x in res_path.with_suffix(".items.jsonl").read_text().splitlines()]
+
+
+def _run(spec, tmp_path, model=MODEL, protocol="global"):
+    out = tmp_path / "r.json"
+    res = evaluate(model, spec, protocol, out=str(out), progress=False, show=False)
+    return res, _items(out)
+
+
+def _first_wins(scores):
+    row = scores[0]
+    return all(row[0] > x for x in row[1:])
+
+
+def test_sugarcrepe_micro_macro_and_ties(sugarcrepe_dir, tmp_path):
+    res, items = _run(f"sugarcrepe:{sugarcrepe_dir}", tmp_path)
+    assert len(items) == 15 and res["counts"]["add_att"] == 5
+    by = {}
+    for it in items:
+        by.setdefault(it["subset"], []).append(_first_wins(it["scores"]))
+    for s, v in by.items():
+        assert res["metrics"][f"{s}/acc"] == pytest.approx(sum(v) / len(v))
+    assert res["metrics"]["macro/acc"] == pytest.approx(sum(sum(v) / len(v) for v in by.values()) / 3)
+    assert res["metrics"]["all/acc"] == pytest.approx(sum(sum(v) for v in by.values()) / 15)
+    assert res["ties"]["all/acc"] >= 3  # the identical-caption items tie, and count as wrong
+    tied = [it for it in items if it["id"].endswith("-4")]
+    assert all(it["acc"] == 0.0 and it["ties"] == ["acc"] for it in tied)
+
+
+def test_sugarcrepe_pp_itt_and_tot(sugarcrepe_pp_dir, tmp_path):
+    import torch.nn.functional as F
+
+    from unbag import models
+    from unbag.scoring.encode import encode_texts
+
+    res, items = _run(f"sugarcrepe++:{sugarcrepe_pp_dir}", tmp_path)
+    for it in items:
+        s = it["scores"][0]
+        assert it["itt"] == float(s[0] > s[2] and s[1] > s[2])
+    b = benchmarks.load(f"sugarcrepe++:{sugarcrepe_pp_dir}")
+    t = encode_texts(models.load(MODEL), [c for it in b.items for c in it.captions]).view(len(b.items), 3, -1)
+    want = [float((t[n, 0] @ t[n, 1] > t[n, 0] @ t[n, 2]) and (t[n, 0] @ t[n, 1] > t[n, 1] @ t[n, 2]))
+            for n in range(len(b.items))]
+    assert res["metrics"]["all/tot"] == pytest.approx(sum(want) / len(want))
+    assert {"replace_att/itt", "swap_obj/tot", "macro/itt"} <= set(res["metrics"])
+
+
+def test_aro_relation_and_attribution_macro_rules(aro_dir, tmp_path):
+    res, items = _run(f"aro-vgr:{aro_dir}", tmp_path)
+    acc = {}
+    for it in items:
+        acc.setdefault(it["subset"], []).append(_first_wins(it["scores"]))
+    # "next to" is in the official symmetric list: out of the macro average, still reported
+    want = (sum(acc["on"]) / 2 + sum(acc["holding"]) / 3) / 2
+    assert res["metrics"]["macro/acc"] == pytest.approx(want) and "next to/acc" in res["metrics"]
+    res, items = _run(f"aro-vga:{aro_dir}", tmp_path)
+    red = [_first_wins(it["scores"]) for it in items if it["subset"] == "red_wooden"]
+    assert res["metrics"]["macro/acc"] == pytest.approx(sum(red) / 25)  # small_white has 2 < 25 items
+    b = benchmarks.load(f"aro-vgr:{aro_dir}")
+    assert b.items[0].images[0].endswith("#crop=5,4,50,40")
+
+
+def test_aro_order_perturbations(aro_dir, tmp_path):
+    b = benchmarks.load(f"aro-coco-order:{aro_dir}")
+    assert len(b.items) == 4  # 2 test images x 2 captions; the train image is left out
+    for it in b.items:
+        orig = it.captions[0]
+        assert orig == orig.lower() and "." not in orig and len(it.captions) == 5
+        for p in it.captions[1:]:
+            assert sorted(p.split()) == sorted(orig.split())  # a permutation of the words
+    res, items = _run(f"aro-coco-order:{aro_dir}", tmp_path)
+    assert res["metrics"]["all/acc"] == pytest.approx(sum(_first_wins(i["scores"]) for i in items) / 4)
+
+
+def test_valse_keeps_mturk_valid_items(valse_dir, tmp_path):
+    res, items = _run(f"valse:{valse_dir}", tmp_path)
+    assert len(items) == 4 and res["benchmark"]["dropped_mturk"] == 2
+    assert set(res["counts"]) >= {"existence", "counting-hard"}
+
+
+def test_winoground_with_tags(winoground_dir, tmp_path):
+    res, items = _run(f"winoground:{winoground_dir}", tmp_path)
+    for it in items:
+        s = it["scores"]
+        text = s[0][0] > s[0][1] and s[1][1] > s[1][0]
+        image = s[0][0] > s[1][0] and s[1][1] > s[0][1]
+        assert (it["text"], it["image"], it["group"]) == (float(text), float(image), float(text and image))
+    assert {"all/group", "Object/text", "tag=Relation/image", "secondary_tag=Symbolic/group"} <= set(res["metrics"])
+
+
+def test_bivlc_from_parquet(bivlc_dir, tmp_path):
+    res, items = _run(f"bivlc:{bivlc_dir}", tmp_path)
+    assert len(items) == 3 and {"replace_att/text", "swap_att/group", "all/image"} <= set(res["metrics"])
+
+
+def test_zero_shot_classification(imagefolder_dir, tmp_path):
+    res = evaluate(MODEL, f"imagefolder:{imagefolder_dir}", out=str(tmp_path / "z.json"), progress=False, show=False)
+    assert res["benchmark"]["classes"] == 3 and res["metrics"]["all/zeroshot/top5"] == 1.0
+    assert 0 <= res["metrics"]["all/zeroshot/top1"] <= 1
+
+
+def test_karpathy_retrieval(aro_dir, tmp_path):
+    res = evaluate(MODEL, f"karpathy:{aro_dir / 'dataset_coco.json'}", progress=False, show=False)
+    assert res["n_items"] == 2 and "all/retrieval/t2i/R@5" in res["metrics"]
+
+
+@pytest.mark.parametrize("protocol", ["sgi"])
+def test_public_benchmarks_with_sgi(winoground_dir, sugarcrepe_dir, tmp_path, protocol):
+    for spec in (f"winoground:{winoground_dir}", f"sugarcrepe:{sugarcrepe_dir}"):
+        res, items = _run(spec, tmp_path, protocol=protocol)
+        assert res["protocol"] == "sgi" and items
+
+
+def test_tiny_hf_clip_runs_a_public_benchmark(build_hf, sugarcrepe_dir, tmp_path):
+    d = build_hf("clip", tmp_path / "clip")
+    res, items = _run(f"sugarcrepe:{sugarcrepe_dir}", tmp_path, model=f"hf:{d}")
+    assert res["metrics"]["all/acc"] == pytest.approx(sum(_first_wins(i["scores"]) for i in items) / len(items))
+
+
+def test_bad_fixture_files_name_the_field(tmp_path, sugarcrepe_dir):
+    d = tmp_path / "sc"
+    (d / "data").mkdir(parents=True)
+    (d / "data" / "swap_obj.json").write_text(json.dumps({"0": {"filename": "x.jpg", "caption": "a"}}))
+    with pytest.raises(UnbagError, match=r"swap_obj.json: item '0': missing field 'negative_caption'"):
+        benchmarks.load(f"sugarcrepe:{d}")
+    (d / "data" / "swap_obj.json").write_text("{oops")
+    with pytest.raises(UnbagError, match=r"swap_obj.json:1: not valid JSON"):
+        benchmarks.load(f"sugarcrepe:{d}")
+    (d / "data" / "swap_obj.json").write_text(json.dumps({"0": {"filename": "gone.jpg", "caption": "a",
+                                                                "negative_caption": "b"}}))
+    with pytest.raises(UnbagError, match=r"image file not found: .*gone.jpg"):
+        evaluate(MODEL, f"sugarcrepe:{d}", progress=False, show=False)
+    with pytest.raises(UnbagError, match="reads a local copy of its official release"):
+        benchmarks.load("winoground")
