@@ -37,6 +37,10 @@ class Backend(ABC):
     def preprocess(self, image: Image.Image) -> torch.Tensor:
         """PIL image -> normalised tensor [3, H, W] for this model."""
 
+    def preprocessor(self):
+        """A picklable callable PIL image -> tensor (for DataLoader workers); `preprocess` by default."""
+        return self.preprocess
+
     @abstractmethod
     def tokenize(self, texts: list[str]) -> torch.Tensor:
         """Texts -> token ids [N, L]."""

@@ -75,18 +75,10 @@ class HFBackend(Backend):
             return {}
 
     def preprocess(self, image: Image.Image) -> torch.Tensor:
-        image = image.convert("RGB")
-        px = self.image_size[0]
-        if self.squash:
-            image = image.resize((px, px), Image.BICUBIC)
-        else:
-            w, h = image.size
-            s = px / min(w, h)
-            image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
-            w, h = image.size
-            image = image.crop(((w - px) // 2, (h - px) // 2, (w - px) // 2 + px, (h - px) // 2 + px))
-        x = torch.from_numpy(np.asarray(image).copy())[None]
-        return self.normalize_pixels(x)[0]
+        return self.preprocessor()(image)
+
+    def preprocessor(self) -> "Preprocess":
+        return Preprocess(self.image_size[0], self.mean, self.std, self.squash)
 
     def tokenize(self, texts: list[str]) -> torch.Tensor:
         pad = "max_length" if self.kind == "siglip" else "max_length"
@@ -145,3 +137,25 @@ class HFBackend(Backend):
     @property
     def logit_scale(self) -> torch.Tensor:
         return self.model.logit_scale.exp().clamp(max=100)
+
+
+class Preprocess:
+    """Resize (shorter side, or squash) and centre-crop to px, then normalise: picklable."""
+
+    def __init__(self, px: int, mean: tuple, std: tuple, squash: bool):
+        self.px, self.mean, self.std, self.squash = px, mean, std, squash
+
+    def __call__(self, image: Image.Image) -> torch.Tensor:
+        image, px = image.convert("RGB"), self.px
+        if self.squash:
+            image = image.resize((px, px), Image.BICUBIC)
+        else:
+            w, h = image.size
+            s = px / min(w, h)
+            image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
+            w, h = image.size
+            image = image.crop(((w - px) // 2, (h - px) // 2, (w - px) // 2 + px, (h - px) // 2 + px))
+        x = torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1).float().div_(255)
+        mean = torch.tensor(self.mean).view(3, 1, 1)
+        std = torch.tensor(self.std).view(3, 1, 1)
+        return (x - mean) / std

@@ -93,6 +93,9 @@ class OpenCLIPBackend(Backend):
     def preprocess(self, image: Image.Image) -> torch.Tensor:
         return self._preprocess(image)
 
+    def preprocessor(self):
+        return self._preprocess  # torchvision's Compose: picklable, no model inside
+
     def tokenize(self, texts: list[str]) -> torch.Tensor:
         return self.tokenizer(list(texts))
 

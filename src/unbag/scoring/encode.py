@@ -1,7 +1,9 @@
 """Batched, deduplicated encoding: each distinct image and caption goes through its encoder once."""
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+import os
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -24,14 +26,55 @@ def unique(keys: Sequence[str]) -> tuple[list[int], list[int]]:
     return order, inverse
 
 
+# image decoding and preprocessing run in this many DataLoader processes (files and bytes only)
+WORKERS = int(os.environ.get("UNBAG_WORKERS", min(4, max(0, (os.cpu_count() or 1) - 1))))
+
+
+def _in_memory(refs: list, side: tuple[int, int]) -> bool:
+    return all(isinstance(r, np.ndarray) and r.shape[:2] == side for r in refs)
+
+
 def pixels_of(backend: Backend, refs: list, wheres: list[str], expect_side: int | None) -> torch.Tensor:
     """Preprocessed pixels [N, 3, H, W] of image references (errors name `wheres`)."""
-    side = backend.image_size
-    arrays = [r for r in refs if isinstance(r, np.ndarray)]
-    if len(arrays) == len(refs) and all(a.shape[:2] == side for a in arrays):
+    if _in_memory(refs, backend.image_size):
         # rendered images already at the model's size: skip PIL (equal to preprocess, see tests)
-        return backend.normalize_pixels(torch.from_numpy(np.stack(arrays)))
+        return backend.normalize_pixels(torch.from_numpy(np.stack(refs)))
     return torch.stack([backend.preprocess(load_image(r, w, expect_side)) for r, w in zip(refs, wheres)])
+
+
+class _Batches(torch.utils.data.Dataset):
+    """Batch k of the given image references, decoded and preprocessed (in a loader worker)."""
+
+    def __init__(self, prep: Callable, refs: list, wheres: list[str], expect_side: int | None, batch_size: int):
+        self.prep, self.refs, self.wheres = prep, refs, wheres
+        self.expect_side, self.batch_size = expect_side, batch_size
+
+    def __len__(self) -> int:
+        return (len(self.refs) + self.batch_size - 1) // self.batch_size
+
+    def __getitem__(self, k: int) -> torch.Tensor:
+        sl = slice(k * self.batch_size, (k + 1) * self.batch_size)
+        return torch.stack([self.prep(load_image(r, w, self.expect_side))
+                            for r, w in zip(self.refs[sl], self.wheres[sl])])
+
+
+def pixel_batches(backend: Backend, refs: list, wheres: list[str], batch_size: int,
+                  expect_side: int | None) -> Iterator[torch.Tensor]:
+    """Preprocessed batches of images: in-memory renders directly, files through a DataLoader
+    (WORKERS processes, pinned memory on CUDA)."""
+    if _in_memory(refs, backend.image_size) or WORKERS == 0 or len(refs) <= batch_size:
+        for s in range(0, len(refs), batch_size):
+            yield pixels_of(backend, refs[s:s + batch_size], wheres[s:s + batch_size], expect_side)
+        return
+    ds = _Batches(backend.preprocessor(), refs, wheres, expect_side, batch_size)
+    yield from torch.utils.data.DataLoader(ds, batch_size=None, num_workers=min(WORKERS, len(ds)),
+                                           pin_memory=backend.device.type == "cuda")
+
+
+def autocast(backend: Backend):
+    """bf16 autocast on CUDA (features are returned in fp32), nothing elsewhere."""
+    cuda = backend.device.type == "cuda"
+    return torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
 
 
 @torch.inference_mode()
@@ -42,11 +85,12 @@ def encode_images(backend: Backend, refs: list, wheres: list[str] | None = None,
     wheres = wheres or ["image"] * len(refs)
     order, inverse = unique([image_key(r) for r in refs])
     out = []
-    starts = range(0, len(order), batch_size)
-    for s in track(starts, description="encode images", disable=not progress):
-        idx = order[s:s + batch_size]
-        px = pixels_of(backend, [refs[i] for i in idx], [wheres[i] for i in idx], expect_side)
-        out.append(F.normalize(backend.encode_images(px.to(backend.device)).embeds.float(), dim=-1).cpu())
+    batches = pixel_batches(backend, [refs[i] for i in order], [wheres[i] for i in order], batch_size, expect_side)
+    total = (len(order) + batch_size - 1) // batch_size
+    for px in track(batches, total=total, description="encode images", disable=not progress):
+        with autocast(backend):
+            emb = backend.encode_images(px.to(backend.device, non_blocking=True)).embeds
+        out.append(F.normalize(emb.float(), dim=-1).cpu())
     emb = torch.cat(out) if out else torch.empty(0, 0)
     return emb[torch.tensor(inverse, dtype=torch.long)]
 
@@ -60,7 +104,9 @@ def encode_texts(backend: Backend, texts: list[str], batch_size: int = 1024,
     starts = range(0, len(order), batch_size)
     for s in track(starts, description="encode texts", disable=not progress):
         ids = backend.tokenize([texts[i] for i in order[s:s + batch_size]]).to(backend.device)
-        out.append(F.normalize(backend.encode_texts(ids).embeds.float(), dim=-1).cpu())
+        with autocast(backend):
+            emb = backend.encode_texts(ids).embeds
+        out.append(F.normalize(emb.float(), dim=-1).cpu())
     emb = torch.cat(out) if out else torch.empty(0, 0)
     return emb[torch.tensor(inverse, dtype=torch.long)]
 
