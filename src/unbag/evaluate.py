@@ -28,6 +28,23 @@ def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
     return out
 
 
+def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world: int) -> torch.Tensor:
+    """The score tensor; under torchrun each rank scores a contiguous slice of the items and rank 0
+    gathers them in order (other ranks get their own slice back)."""
+    if world == 1:
+        return score_fn(backend, b, batch_size=batch_size, progress=progress)
+    import dataclasses
+
+    import torch.distributed as tdist
+    rank, n = tdist.get_rank(), len(b.items)
+    lo, hi = rank * n // world, (rank + 1) * n // world
+    part = score_fn(backend, dataclasses.replace(b, items=b.items[lo:hi]), batch_size=batch_size,
+                    progress=progress and rank == 0) if hi > lo else torch.empty(0)
+    parts = [None] * world
+    tdist.all_gather_object(parts, part.cpu())
+    return torch.cat([p for p in parts if p.numel()])
+
+
 def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, dict]:
     """Per-item values and 'subset/metric' summaries of a public benchmark (by its metric kind)."""
     from .metrics.pairwise import itt, pairwise, tot
@@ -60,11 +77,15 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
     if isinstance(b, ClassificationSet):
         return evaluate_classification(model, b, protocol, out, batch_size, device, progress, show, t0)
     score_fn, recorded = scoring.build(protocol, options)
+    from .train import dist
+    rank, world, device = dist.init(str(device))
     t1 = time.perf_counter()
     backend = models.load(model, device=device)
     t2 = time.perf_counter()
-    scores = score_fn(backend, b, batch_size=batch_size, progress=progress)
+    scores = sharded_scores(score_fn, backend, b, batch_size, progress, world)
     t3 = time.perf_counter()
+    if rank != 0:  # rank 0 computes the metrics once and writes the files
+        return {}
     if b.name == "ctrl":
         per_item = metrics.winoground(scores)
         flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
@@ -75,7 +96,7 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
         "benchmark": {"name": b.name, "spec": bench, **b.info},
         "metrics": flat, "ties": ties, "counts": counts, "n_items": len(b.items),
         "seed": seed,
-        "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol,
+        "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol, "processes": world,
                    "options": recorded},
         "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
                     "metrics_s": time.perf_counter() - t3},
