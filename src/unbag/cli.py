@@ -150,16 +150,16 @@ def _explain(a: argparse.Namespace) -> None:
 
 
 def _demo(a: argparse.Namespace) -> None:
-    from .evaluate import evaluate
-    from .reports.table import print_comparison
+    from pathlib import Path
 
-    runs = [("global", {}), ("sgi", {}), ("sgi", {"relations": "geometry"})]
-    results = []
-    for protocol, opts in runs:
-        name = protocol + ("-geometry" if opts else "")
-        results.append(evaluate(model="builtin", bench="ctrl", protocol=protocol, options=opts,
-                                out=os.path.join(a.out, f"{name}.json"), progress=not a.quiet))
-    print_comparison(results)
+    from .reports.html import write_report
+    from .run import print_matrix, run_plan
+
+    plan = Path(__file__).resolve().parent / "plans" / "demo.toml"
+    results = run_plan(plan, a.out, progress=not a.quiet)
+    print_matrix(results)
+    report = write_report([a.out], Path(a.out) / "report", title="unbag demo: binding, ID and OOD")
+    print(f"results in {a.out}/results/, report at {report}/index.html")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -169,7 +169,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"unbag {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    d = sub.add_parser("demo", help="evaluate the built-in model on the built-in benchmark")
+    d = sub.add_parser("demo", help="the main job: shipped models x protocols on ctrl + report")
     d.add_argument("--out", default="unbag-demo", help="folder for results (default: unbag-demo)")
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(fn=_demo)

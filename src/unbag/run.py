@@ -17,10 +17,12 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     global = "global"
     SGI = "sgi"
     TFLocal = "head:builtin:tflocal"   # the shipped head trained on this cell's model
+    SGI-geometry = { protocol = "sgi", relations = "geometry" }   # a protocol with options
 
 Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
 cells, so an interrupted run continues where it stopped. Retrieval sets are scored with the
-global protocol only (other protocols score candidate pairs); those cells are skipped.
+global protocol only (other protocols score candidate pairs); those cells are skipped, as are
+zero-shot classification cells for protocols other than global.
 """
 from __future__ import annotations
 
@@ -53,6 +55,11 @@ def read_plan(path: str | Path) -> dict:
             raise UnbagError(f"{path}: field '{field}' must be a table of NAME = \"SPEC\"")
     if not plan.get("models") and not plan.get("train"):
         raise UnbagError(f"{path}: needs a [models] table or [train.NAME] tables")
+    for name, value in plan["protocols"].items():
+        if isinstance(value, dict) and not isinstance(value.get("protocol"), str):
+            raise UnbagError(f"{path}: protocols.{name}: a table needs protocol = \"NAME\" (and its options)")
+        if not isinstance(value, (str, dict)):
+            raise UnbagError(f"{path}: protocols.{name}: a protocol spec string or a table")
     for name in list(plan.get("models", {})) + list(plan.get("benchmarks")) + list(plan.get("protocols")):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
@@ -89,8 +96,11 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     for name, table in plan.get("train", {}).items():
         model_specs[name] = str(train_entry(name, table, root, progress, device))
     seed = int(plan.get("seed", 0))
+    protocols = {p: (v, {}) if isinstance(v, str) else (v["protocol"], {k: x for k, x in v.items() if k != "protocol"})
+                 for p, v in plan["protocols"].items()}
+    retrieval = ("ctrl-retrieval", "karpathy", "imagefolder")
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
-             if not (plan["benchmarks"][b].startswith("ctrl-retrieval") and plan["protocols"][p] != "global")]
+             if not (plan["benchmarks"][b].startswith(retrieval) and protocols[p] != ("global", {}))]
     results, loaded = [], {}
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
@@ -106,10 +116,10 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                 if spec not in loaded:  # generate/read each benchmark once per run
                     loaded.clear()
                     loaded[spec] = benchmarks.load(spec, seed=seed)
-                res = evaluate(model=model_specs[m], bench=spec, protocol=shipped_head(plan["protocols"][p],
-                                                                                        model_specs[m]),
+                protocol, options = protocols[p]
+                res = evaluate(model=model_specs[m], bench=spec, protocol=shipped_head(protocol, model_specs[m]),
                                out=str(dest), device=device, seed=seed, progress=False, show=False,
-                               loaded=loaded[spec])
+                               options=options, loaded=loaded[spec])
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
             results.append(res)
             bar.advance(task)
