@@ -145,3 +145,17 @@ def test_bad_fixture_files_name_the_field(tmp_path, sugarcrepe_dir):
         evaluate(MODEL, f"sugarcrepe:{d}", progress=False, show=False)
     with pytest.raises(UnbagError, match="reads a local copy of its official release"):
         benchmarks.load("winoground")
+
+
+@pytest.mark.parametrize("name", ["sugarcrepe", "sugarcrepe++", "aro-vgr", "aro-vga", "aro-coco-order", "valse",
+                                  "winoground", "bivlc", "imagefolder"])
+@pytest.mark.parametrize("model", ["open_clip", "hf-clip"])
+def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, request, build_hf, tmp_path_factory):
+    fixture = {"sugarcrepe++": "sugarcrepe_pp_dir", "aro-vgr": "aro_dir", "aro-vga": "aro_dir",
+               "aro-coco-order": "aro_dir"}.get(name, f"{name.replace('-', '_')}_dir")
+    root = request.getfixturevalue(fixture)
+    spec = "open_clip:unbag-tiny" if model == "open_clip" else \
+        f"hf:{build_hf('clip', tmp_path_factory.mktemp('hfclip'))}"
+    res = evaluate(spec, f"{name}:{root}", progress=False, show=False)
+    assert res["n_items"] > 0 and res["metrics"]
+    assert all(0.0 <= v <= 1.0 for v in res["metrics"].values())
