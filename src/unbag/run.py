@@ -163,4 +163,4 @@ def print_matrix(results: list[dict]) -> None:
         r1 = mets.get("all/retrieval/i2t/R@1")
         cells.append("" if r1 is None else f"{100 * r1:.1f} / {100 * mets['all/retrieval/t2i/R@1']:.1f}")
         t.add_row(m, p, *cells)
-    Console().print(t)
+    Console(width=max(150, Console().width)).print(t)

@@ -40,7 +40,12 @@ def collect(paths: list[str | os.PathLike]) -> list[Result]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted((p / "results").glob("*.json")) or sorted(p.glob("*.json"))
+            found = sorted((p / "results").glob("*.json")) or sorted(p.glob("*.json"))
+            if (p / "summary.json").is_file():  # a plan's folder: keep the plan's order of cells
+                order = [c["file"] for c in json.loads((p / "summary.json").read_text()).get("cells", [])]
+                rank = {str(p / f): n for n, f in enumerate(order)}
+                found.sort(key=lambda f: rank.get(str(f), len(rank)))
+            files += found
         elif p.is_file():
             files.append(p)
         else:
