@@ -30,35 +30,3 @@ def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group
 
 def print_results(res: dict) -> None:
     Console().print(results_table(res))
-
-
-def label(res: dict) -> str:
-    """Short name of a run: protocol plus the options that differ from the defaults."""
-    opts = res.get("config", {}).get("options") or {}
-    name = res["protocol"]
-    if opts.get("relations") == "geometry":
-        name += " +geometry"
-    if opts.get("mode") == "crop":
-        name += " crop"
-    if opts.get("regions") and opts["regions"] != "blobs+groups":
-        name += f" {opts['regions']}"
-    return name
-
-
-def comparison_table(results: list[dict], metric: str = "group") -> Table:
-    """Rows = categories, columns = runs x (ID, OOD), one metric."""
-    cats = sorted({k.split("/")[1] for r in results for k in r["metrics"]} - {"all"}) + ["all"]
-    t = Table(title=f"{results[0]['benchmark']['spec']} · {results[0]['model']} · {metric} score (%)")
-    t.add_column("category")
-    for r in results:
-        for split in ("id", "ood"):
-            t.add_column(f"{label(r)} {split.upper()}", justify="right")
-    for c in cats:
-        t.add_row(c, *[f"{100 * r['metrics'][f'{s}/{c}/{metric}']:.1f}" for r in results for s in ("id", "ood")],
-                  end_section=(c == cats[-2]))
-    t.caption = "chance: 16.7; strict '>' (ties are wrong)"
-    return t
-
-
-def print_comparison(results: list[dict], metric: str = "group") -> None:
-    Console().print(comparison_table(results, metric))
