@@ -76,7 +76,8 @@ class OpenCLIPBackend(Backend):
         self.mean, self.std = tuple(cfg["mean"]), tuple(cfg["std"])
         if not hasattr(model, "token_embedding") or not hasattr(model.visual, "conv1"):
             raise UnbagError(f"open_clip:{spec}: only CLIP models with a ViT image tower and an "
-                             "open_clip text transformer are supported so far")
+                             "open_clip text transformer are supported here; for SigLIP use the "
+                             "transformers weights through hf:PATH (attention-pooled towers: docs/benchmarks.md)")
 
     @staticmethod
     def _model_cfg(oc, name: str) -> dict:
