@@ -15,7 +15,7 @@ def _log(out):
     return [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("method", ["negclip", "clic"])
+@pytest.mark.parametrize("method", ["negclip", "clic", "degla"])
 def test_two_gloo_processes_match_one(method, tmp_path):
     one = tmp_path / "one"
     Trainer(TrainConfig.for_method(method, **ARGS), one).fit(progress=False)
