@@ -187,6 +187,7 @@ th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
 th {{ background: #f3f3f3; }} td:first-child, td:nth-child(2) {{ text-align: left; }}
 a {{ color: #1a4f9c; text-decoration: none; }} figure {{ display: inline-block; margin: 0.5em; }}
 figcaption {{ font-size: 12px; color: #555; max-width: 640px; }} .note {{ color: #555; font-size: 13px; }}
+img {{ max-width: 100%; height: auto; }}
 </style></head>
 <body data-images-ok="unknown">
 <h1>{title}</h1>
