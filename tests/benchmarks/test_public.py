@@ -159,3 +159,12 @@ def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, req
     res = evaluate(spec, f"{name}:{root}", progress=False, show=False)
     assert res["n_items"] > 0 and res["metrics"]
     assert all(0.0 <= v <= 1.0 for v in res["metrics"].values())
+
+
+def test_a_shipped_head_scores_a_public_benchmark(winoground_dir, sugarcrepe_dir, tmp_path):
+    from unbag.run import shipped_head
+
+    protocol = shipped_head("head:builtin:tflocal", "builtin")
+    for spec in (f"winoground:{winoground_dir}", f"sugarcrepe:{sugarcrepe_dir}"):
+        res, items = _run(spec, tmp_path, protocol=protocol)
+        assert res["config"]["options"]["backbone"] == "builtin" and items
