@@ -31,7 +31,8 @@ def _train_head(a: argparse.Namespace) -> None:
     from .heads.train import HeadTrainConfig, train_head
 
     FeatureCache(a.data, models.load(a.model))  # refuses a cache of another backbone
-    cfg = HeadTrainConfig(head=HeadConfig(kind=a.method, text=a.text, width=a.width, layers=a.layers),
+    cfg = HeadTrainConfig(head=HeadConfig(kind=a.method, text=a.text, width=a.width, layers=a.layers,
+                                          early=a.early),
                           steps=a.steps, batch_size=a.batch_size or 64, lr=a.lr or 2e-3,
                           warmup=a.warmup if a.warmup is not None else 50, seed=a.seed)
     out = train_head(a.data, cfg, a.out, progress=not a.quiet)
@@ -198,6 +199,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=64, help="heads: transformer width")
     t.add_argument("--layers", type=int, default=1, help="heads: layers")
+    t.add_argument("--early", action="store_true", help="tflocal: attend to first-block patches too")
     t.add_argument("--steps", type=int, default=1000)
     t.add_argument("--out", required=True)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")

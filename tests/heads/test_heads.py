@@ -124,3 +124,22 @@ def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
     twin = c.get("twin", np.arange(14)).numpy()
     assert (twin == np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12])).all()
     assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps:1000"
+
+
+def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache, tmp_path, tiny_bench):
+    px = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        early = tiny.early_patches(px)
+        v = tiny.model.visual
+        x = v._embeds(px)
+        x = v.transformer.resblocks[0](x)
+        want = v.ln_post(x[:, 1:]) @ v.proj
+    assert early.shape == (2, 64, 64) and torch.allclose(early, want, atol=1e-5)
+    assert FeatureCache(builtin_cache).index["fields"]["img_patches_early"]["shape"] == [64, 64]
+    out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tflocal", early=True), steps=3,
+                                                    batch_size=8), tmp_path / "h", progress=False)
+    head, rec = load_head(out)
+    assert rec["head"]["early"] and rec["head"]["patches"] == 128
+    from unbag.evaluate import evaluate
+    res = evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False, show=False)
+    assert res["n_items"] == 30

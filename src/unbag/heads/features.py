@@ -3,7 +3,8 @@
 Layout of DIR:
   index.json            backbone spec and weights hash, fields (dtype, row shape), rows, shards
   {field}-{k:05d}.npy   rows [k*SHARD, (k+1)*SHARD) of a field (fp16 features, bool masks, int64)
-Fields: img_global [D], img_patches [P, D], txt_global [D], txt_tokens [L, D], txt_mask [L],
+Fields: img_global [D], img_patches [P, D], img_patches_early [P, D] (after the first block, where
+the backend offers it), txt_global [D], txt_tokens [L, D], txt_mask [L],
 phr_global [K, D] (each caption phrase encoded on its own), phr_mask [K], twin [] (row of this
 row's binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
 """
@@ -45,7 +46,10 @@ def _l2(t: torch.Tensor) -> torch.Tensor:
 def image_features(backend: Backend, pixels: torch.Tensor) -> dict:
     """Frozen global and patch features of preprocessed images [N, 3, H, W]."""
     im = backend.encode_images(pixels.to(backend.device), tokens=True)
-    return {"img_global": _l2(im.embeds), "img_patches": _l2(im.patches)}
+    out = {"img_global": _l2(im.embeds), "img_patches": _l2(im.patches)}
+    if hasattr(backend, "early_patches"):  # first-block patches too, for heads with early=True
+        out["img_patches_early"] = _l2(backend.early_patches(pixels.to(backend.device)))
+    return out
 
 
 @torch.inference_mode()

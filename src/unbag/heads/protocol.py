@@ -11,7 +11,7 @@ from ..benchmarks.base import Benchmark
 from ..errors import UnbagError
 from ..models.base import Backend
 from ..scoring.encode import pixels_of, unique
-from .common import text_inputs
+from .common import image_tokens, text_inputs
 from .features import backbone_id, image_features, text_features
 from .train import load_head
 
@@ -51,7 +51,8 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     ii = img_idx[:, :, None].expand(-1, -1, n_cap).reshape(-1)
     cc = cap_idx[:, None, :].expand(-1, n_img, -1).reshape(-1)
     txt, mask = text_inputs(f, head.cfg.text)
-    out = torch.cat([head(f["img_global"][ii[s:s + batch_size]], f["img_patches"][ii[s:s + batch_size]],
+    patches = image_tokens(f, getattr(head.cfg, "early", False))
+    out = torch.cat([head(f["img_global"][ii[s:s + batch_size]], patches[ii[s:s + batch_size]],
                           txt[cc[s:s + batch_size]], mask[cc[s:s + batch_size]])
                      for s in range(0, len(ii), batch_size)])
     return out.view(len(items), n_img, n_cap)

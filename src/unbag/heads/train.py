@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 
 from ..errors import UnbagError
 from ..utils import atomic_dir, versions
-from .common import HeadConfig, match_loss, text_inputs
+from .common import HeadConfig, image_tokens, match_loss, text_inputs
 from .features import FeatureCache
 from .tfglobal import TFGlobal
 from .tflocal import TFLocal
@@ -42,11 +42,14 @@ def build(cfg: HeadConfig) -> torch.nn.Module:
     return HEADS[cfg.kind](cfg)
 
 
-def _fields(cache: FeatureCache, rows: np.ndarray, text: str, need_patches: bool) -> dict:
+def _fields(cache: FeatureCache, rows: np.ndarray, text: str, need_patches: bool, early: bool = False) -> dict:
     names = ["img_global", "phr_global", "phr_mask"] if text == "phrases" else ["img_global", "txt_tokens", "txt_mask"]
     if need_patches:
-        names.append("img_patches")
-    return {n: cache.get(n, rows) for n in names}
+        names += ["img_patches"] + (["img_patches_early"] if early else [])
+    f = {n: cache.get(n, rows) for n in names}
+    if need_patches:
+        f["img_patches"] = image_tokens(f, early)
+    return f
 
 
 def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twins: np.ndarray,
@@ -58,8 +61,8 @@ def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twin
     valid = torch.ones(cand.shape, dtype=torch.bool)
     valid[:, 1] = torch.from_numpy(twins >= 0)
     cfg = head.cfg
-    f_pos = _fields(cache, rows, cfg.text, cfg.kind == "tflocal")
-    f_all = _fields(cache, cand.reshape(-1), cfg.text, cfg.kind == "tflocal")
+    f_pos = _fields(cache, rows, cfg.text, cfg.kind == "tflocal", cfg.early)
+    f_all = _fields(cache, cand.reshape(-1), cfg.text, cfg.kind == "tflocal", cfg.early)
     rep = lambda t: t.repeat_interleave(cand.shape[1], 0)  # noqa: E731
     txt, mask = text_inputs(f_all, cfg.text)
     # image i vs candidate texts, then candidate images vs text i
@@ -77,7 +80,9 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
     rng = np.random.default_rng(cfg.seed)
     fields = cache.index["fields"]
     cfg.head.dim = fields["img_global"]["shape"][0]
-    cfg.head.patches = fields["img_patches"]["shape"][0]
+    if cfg.head.early and "img_patches_early" not in fields:
+        raise UnbagError(f"{cache_dir}: this cache has no early patches; rebuild it with `unbag features`")
+    cfg.head.patches = fields["img_patches"]["shape"][0] * (2 if cfg.head.early else 1)
     head = build(cfg.head)
     decay = [p for n, p in head.named_parameters() if p.ndim >= 2 and "pos" not in n and "modality" not in n]
     rest = [p for n, p in head.named_parameters() if not (p.ndim >= 2 and "pos" not in n and "modality" not in n)]

@@ -115,6 +115,17 @@ class OpenCLIPBackend(Backend):
         side = int(round(toks.shape[1] ** 0.5))
         return ImageFeatures(pooled, toks, (side, toks.shape[1] // side))
 
+    def early_patches(self, pixels: torch.Tensor, layer: int = 0) -> torch.Tensor:
+        """Patch tokens after transformer block `layer`, through ln_post and the projection [N, P, D].
+
+        Not part of the Backend contract: an extra view for the heads (the prototype in world.md
+        found early-layer patches help a local head)."""
+        visual = self.model.visual
+        out = visual.forward_intermediates(pixels, indices=[layer], normalize_intermediates=True,
+                                           intermediates_only=True, output_fmt="NLC")
+        toks = out["image_intermediates"][0]
+        return toks @ visual.proj if visual.proj is not None else toks
+
     def encode_texts(self, ids: torch.Tensor, tokens: bool = False) -> TextFeatures:
         from open_clip.transformer import text_global_pool
 
