@@ -34,7 +34,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import benchmarks, models
+from . import benchmarks
 from .errors import UnbagError
 from .utils import atomic_write, write_json
 

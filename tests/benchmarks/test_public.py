@@ -41,7 +41,6 @@ def test_sugarcrepe_micro_macro_and_ties(sugarcrepe_dir, tmp_path):
 
 
 def test_sugarcrepe_pp_itt_and_tot(sugarcrepe_pp_dir, tmp_path):
-    import torch.nn.functional as F
 
     from unbag import models
     from unbag.scoring.encode import encode_texts

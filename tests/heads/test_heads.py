@@ -7,7 +7,7 @@ import torch
 from unbag import models
 from unbag.errors import UnbagError
 from unbag.heads.common import HeadConfig, match_loss
-from unbag.heads.features import FeatureCache, backbone_id, extract_world
+from unbag.heads.features import FeatureCache, extract_world
 from unbag.heads.tfglobal import TFGlobal
 from unbag.heads.tflocal import TFLocal
 from unbag.heads.train import HeadTrainConfig, load_head, train_head

@@ -16,7 +16,7 @@ import numpy as np
 from ..world import captions as cap
 from ..world.scene import ATTRIBUTES, COLORS, MATERIALS, SHAPES, SIZES, Obj
 from .pos import tag
-from .swap import EXCLUDED, replace_word
+from .swap import replace_word
 
 TYPES = ("reorder", "swap_nouns", "swap_adjectives", "replace_adjectives", "replace_nouns")
 FUNCTION_WORDS = frozenset("a an the some this that these those its their his her".split())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import captions as cap
-from .scene import COLORS, HELD_OUT, MATERIALS, SHAPES, SIZES, Obj, Scene, place, random_attrs
+from .scene import COLORS, HELD_OUT, MATERIALS, SHAPES, SIZES, Scene, place, random_attrs
 
 CATEGORIES = ("color", "size", "material", "count", "relation")
 SPLITS = ("id", "ood")
