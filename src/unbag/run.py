@@ -28,7 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 from pathlib import Path
 
 from rich.console import Console
