@@ -145,17 +145,8 @@ def evaluate_classification(model: str, b, protocol: str, out: str | None, batch
     pos[torch.arange(len(b.labels)), torch.tensor(b.labels)] = True
     r = ranks(sim, pos)  # ties count against the model
     flat = {"all/zeroshot/top1": float((r <= 1).float().mean()), "all/zeroshot/top5": float((r <= 5).float().mean())}
-    res = {"model": model, "protocol": protocol, "benchmark": {"name": b.name, "spec": b.spec, **b.info},
-           "metrics": flat, "ties": {}, "counts": {"all": len(b.images)}, "n_items": len(b.images),
-           "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol,
-                      "options": {"templates": list(b.templates)}},
-           "timings": {"load_s": t1 - t0, "score_s": time.perf_counter() - t1},
-           "versions": versions(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    if out:
-        write_json(out, res)
-    if show:
-        print_flat(res)
-    return res
+    return _global_only_result(model, b, protocol, flat, {"all": len(b.images)}, batch_size, device,
+                               {"templates": list(b.templates)}, t0, t1, out, show)
 
 
 def evaluate_retrieval(model: str, b: RetrievalSet, protocol: str, out: str | None, batch_size: int,
@@ -171,17 +162,22 @@ def evaluate_retrieval(model: str, b: RetrievalSet, protocol: str, out: str | No
     img = encode_images(backend, b.images, None, batch_size, b.image_size, progress)
     txt = encode_texts(backend, b.texts, progress=progress)
     flat = {f"all/retrieval/{k}": v for k, v in recall(img @ txt.T, b.image_texts).items()}
+    return _global_only_result(model, b, protocol, flat, {"all/retrieval": len(b.images)}, batch_size, device,
+                               {}, t0, t1, out, show)
+
+
+def _global_only_result(model: str, b, protocol: str, flat: dict, counts: dict, batch_size: int, device: str,
+                        options: dict, t0: float, t1: float, out: str | None, show: bool) -> dict:
+    """The results dict (and file) of a retrieval or classification set: no per-item file, no ties."""
     res = {"model": model, "protocol": protocol, "benchmark": {"name": b.name, "spec": b.spec, **b.info},
-           "metrics": flat, "ties": {}, "counts": {"all/retrieval": len(b.images)},
-           "n_items": len(b.images), "config": {"batch_size": batch_size, "device": str(device),
-                                                "protocol": protocol, "options": {}},
+           "metrics": flat, "ties": {}, "counts": counts, "n_items": len(b.images),
+           "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol, "options": options},
            "timings": {"load_s": t1 - t0, "score_s": time.perf_counter() - t1},
            "versions": versions(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if out:
         write_json(out, res)
     if show:
-        for k, v in flat.items():
-            print(f"{k:28s} {100 * v:6.1f}")
+        print_flat(res)
         if out:
             print(f"results written to {out}")
     return res

@@ -75,3 +75,14 @@ class Backend(ABC):
         mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
         std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
         return (x - mean) / std
+
+
+def resize_crop(image: Image.Image, px: int) -> Image.Image:
+    """Resize the shorter side to px (bicubic) and centre-crop to px x px, as CLIP's eval preprocessing."""
+    image = image.convert("RGB")
+    w, h = image.size
+    s = px / min(w, h)
+    image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
+    w, h = image.size
+    left, top = (w - px) // 2, (h - px) // 2
+    return image.crop((left, top, left + px, top + px))

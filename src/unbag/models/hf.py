@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures
+from .base import Backend, ImageFeatures, TextFeatures, resize_crop
 
 
 def _load(path: str):
@@ -81,8 +81,7 @@ class HFBackend(Backend):
         return Preprocess(self.image_size[0], self.mean, self.std, self.squash)
 
     def tokenize(self, texts: list[str]) -> torch.Tensor:
-        pad = "max_length" if self.kind == "siglip" else "max_length"
-        out = self.tokenizer(list(texts), padding=pad, truncation=True, max_length=self.context,
+        out = self.tokenizer(list(texts), padding="max_length", truncation=True, max_length=self.context,
                              return_tensors="pt")
         return out["input_ids"]
 
@@ -146,15 +145,8 @@ class Preprocess:
         self.px, self.mean, self.std, self.squash = px, mean, std, squash
 
     def __call__(self, image: Image.Image) -> torch.Tensor:
-        image, px = image.convert("RGB"), self.px
-        if self.squash:
-            image = image.resize((px, px), Image.BICUBIC)
-        else:
-            w, h = image.size
-            s = px / min(w, h)
-            image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
-            w, h = image.size
-            image = image.crop(((w - px) // 2, (h - px) // 2, (w - px) // 2 + px, (h - px) // 2 + px))
+        px = self.px
+        image = image.convert("RGB").resize((px, px), Image.BICUBIC) if self.squash else resize_crop(image, px)
         x = torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1).float().div_(255)
         mean = torch.tensor(self.mean).view(3, 1, 1)
         std = torch.tensor(self.std).view(3, 1, 1)

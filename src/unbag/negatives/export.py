@@ -45,7 +45,7 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
                 bar.advance(task)
         else:
             from ..train.data import FileSource
-            src = FileSource(data.split(":", 1)[1] if data.startswith(("csv:", "jsonl:")) else data, seed)
+            src = FileSource.from_spec(data, seed)
             g = RuleGenerator() if gen == "rules" else generator(gen, device)
             task = bar.add_task("negatives", total=len(src.rows))
             for i, (image, caps) in enumerate(src.rows):

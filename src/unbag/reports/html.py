@@ -73,15 +73,9 @@ def collect(paths: list[str | os.PathLike]) -> list[Result]:
 def _rows(results: list[Result]) -> dict[tuple[str, str], dict[str, tuple[float, Result]]]:
     """(model, protocol) -> metric key -> (value, the result holding it, the key)."""
     rows: dict[tuple[str, str], dict[str, tuple[float, Result]]] = {}
-    for r in results:
-        protocol = r.protocol if not r.retrieval else None
-        key = (r.model, protocol)
-        if protocol is None:  # retrieval numbers join every row of the model
-            continue
-        rows.setdefault(key, {}).update({k: (v, r, k) for k, v in r.res["metrics"].items()})
     for r in results:  # retrieval is scored globally: it joins the model's global row
-        if r.retrieval:
-            rows.setdefault((r.model, "global"), {}).update({k: (v, r, k) for k, v in r.res["metrics"].items()})
+        key = (r.model, "global" if r.retrieval else r.protocol)
+        rows.setdefault(key, {}).update({k: (v, r, k) for k, v in r.res["metrics"].items()})
     return rows
 
 

@@ -27,7 +27,9 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 
+from ..benchmarks.common import read_json, read_jsonl
 from ..errors import UnbagError
+from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
 from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..world import captions as cap
@@ -51,13 +53,7 @@ def fit(image: np.ndarray | Image.Image, px: int) -> np.ndarray:
         if image.shape[:2] == (px, px):
             return image
         image = Image.fromarray(image)
-    image = image.convert("RGB")
-    w, h = image.size
-    s = px / min(w, h)
-    image = image.resize((max(px, round(w * s)), max(px, round(h * s))), Image.BICUBIC)
-    w, h = image.size
-    left, top = (w - px) // 2, (h - px) // 2
-    return np.asarray(image.crop((left, top, left + px, top + px)))
+    return np.asarray(resize_crop(image, px))
 
 
 def wider(image: np.ndarray | Image.Image) -> bool:
@@ -116,8 +112,8 @@ class FileSource:
 
     def _read(self) -> Iterator[tuple[Path, list[str]]]:
         root = self.path.parent
-        with open(self.path, newline="") as f:
-            if self.path.suffix == ".csv":
+        if self.path.suffix == ".csv":
+            with open(self.path, newline="") as f:
                 for line, row in enumerate(csv.reader(f), 1):
                     if not row or not row[0].lower().endswith(IMAGE_EXT):
                         continue  # header or blank line, as in CLIC's reader
@@ -125,21 +121,20 @@ class FileSource:
                     if not caps:
                         raise UnbagError(f"{self.path}:{line}: no caption after the image path")
                     yield root / row[0], caps
-            else:
-                for line, text in enumerate(f, 1):
-                    if not text.strip():
-                        continue
-                    try:
-                        obj = json.loads(text)
-                    except json.JSONDecodeError as e:
-                        raise UnbagError(f"{self.path}:{line}: not valid JSON ({e.msg})") from None
-                    if "image" not in obj:
-                        raise UnbagError(f"{self.path}:{line}: missing field 'image'")
-                    caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
-                    if not caps or not all(isinstance(c, str) for c in caps):
-                        raise UnbagError(f"{self.path}:{line}: field 'caption' (a string) or "
-                                         "'captions' (a list of strings) is required")
-                    yield root / obj["image"], list(caps)
+            return
+        for line, obj in read_jsonl(self.path):
+            if "image" not in obj:
+                raise UnbagError(f"{self.path}:{line}: missing field 'image'")
+            caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
+            if not caps or not all(isinstance(c, str) for c in caps):
+                raise UnbagError(f"{self.path}:{line}: field 'caption' (a string) or "
+                                 "'captions' (a list of strings) is required")
+            yield root / obj["image"], list(caps)
+
+    @classmethod
+    def from_spec(cls, data: str, seed: int) -> "FileSource":
+        """csv:PATH, jsonl:PATH, or a path ending in .csv / .jsonl."""
+        return cls(data.split(":", 1)[1] if data.startswith(("csv:", "jsonl:")) else data, seed)
 
     def _open(self, i: int) -> Image.Image:
         p = self.rows[i][0]
@@ -182,10 +177,7 @@ class DeGLASource(FileSource):
         super().__init__(path, seed)
 
     def _read(self) -> Iterator[tuple[Path, list[str]]]:
-        try:
-            entries = json.loads(self.path.read_text())
-        except json.JSONDecodeError as e:
-            raise UnbagError(f"{self.path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        entries = read_json(self.path)
         if not isinstance(entries, list):
             raise UnbagError(f"{self.path}: expected a JSON list of {{image_id, original, enhanced}}")
         self.negatives = []
@@ -269,8 +261,7 @@ class TrainBatches(IterableDataset):
             return WorldSource(self.seed, self.px)
         if kind == "degla":
             return DeGLASource(self.data[len("degla:"):], self.seed)
-        return FileSource(self.data.split(":", 1)[1] if self.data.startswith(("csv:", "jsonl:")) else self.data,
-                          self.seed)
+        return FileSource.from_spec(self.data, self.seed)
 
     def __iter__(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()

@@ -94,13 +94,3 @@ def broadcast_params(model: torch.nn.Module) -> None:
 def barrier() -> None:
     if world() > 1:
         dist.barrier()
-
-
-def all_equal_or_raise(value: float, what: str) -> None:
-    """Guard: a value every rank must agree on (e.g. the global loss)."""
-    if world() == 1:
-        return
-    t = torch.tensor([value, -value], dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    if abs(float(t[0]) + float(t[1])) > 1e-4 * max(1.0, abs(value)):
-        raise RuntimeError(f"ranks disagree on {what}: objectives must gather every feature they use")
