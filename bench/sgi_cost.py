@@ -18,9 +18,11 @@ from unbag.scoring.cosine import score_global
 from unbag.sgi.cache import RegionCache
 from unbag.sgi.protocol import SGIConfig, score_sgi
 
-CONFIGS = [("blobs+groups", "mask", "cosine"), ("blobs+groups", "mask", "geometry"),
-           ("gt+groups", "mask", "cosine"), ("proposals+groups", "mask", "cosine"),
-           ("grid", "mask", "cosine"), ("blobs+groups", "crop", "cosine")]
+# (regions, mode, relations, phases): the default first, then one change at a time
+CONFIGS = [("blobs+groups", "mask", "cosine", 2), ("blobs+groups", "mask", "cosine", 1),
+           ("blobs+groups", "mask", "geometry", 2), ("gt+groups", "mask", "cosine", 2),
+           ("proposals+groups", "mask", "cosine", 2), ("grid", "mask", "cosine", 2),
+           ("blobs+groups", "crop", "cosine", 1)]
 CATEGORIES = ("color", "size", "material", "count", "relation")
 
 
@@ -43,10 +45,11 @@ def main() -> None:
     score_global(backend, generated(seed=1, per_category=2))  # warm-up (allocations, first calls)
     g, t_global = timed(lambda: score_global(backend, bench))
     rows = [("global", t_global, g)]
-    for regions, mode, relations in CONFIGS:
-        cfg = SGIConfig(regions=regions, mode=mode, relations=relations)
+    for regions, mode, relations, phases in CONFIGS:
+        cfg = SGIConfig(regions=regions, mode=mode, relations=relations, phases=phases)
         s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg, cache=RegionCache()))
-        rows.append((f"sgi {regions}/{mode}" + ("/geometry" if relations == "geometry" else ""), t, s))
+        name = f"sgi {regions}/{mode}" + ("/geometry" if relations == "geometry" else "")
+        rows.append((name + (f"/phases {phases}" if mode == "mask" else ""), t, s))
     groups = [it.group for it in bench.items]
     print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}; group scores ID/OOD (%)")
     head = " ".join(f"{c:>11s}" for c in CATEGORIES + ("all",))

@@ -103,7 +103,7 @@ def _sgi_options(a: argparse.Namespace) -> dict:
     return {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
             "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir,
             "relations": a.relations, "relation_weight": a.relation_weight,
-            "scales": _floats(a.scales, "--scales") if a.scales else None}
+            "scales": _floats(a.scales, "--scales") if a.scales else None, "phases": a.phases}
 
 
 def _floats(text: str, flag: str) -> tuple[float, ...]:
@@ -129,6 +129,8 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
                    "(also check left/right/above/below between the chosen regions)")
     g.add_argument("--relation-weight", type=float, default=None, help="weight of the geometry check (0.1)")
     g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
+    g.add_argument("--phases", type=int, default=None, help="mask mode: encode each region at N shifts "
+                   "against the patch grid (diagonal, k/N of a patch) and average (default 2; 1 = one view)")
     g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
 
 

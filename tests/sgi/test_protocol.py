@@ -64,6 +64,7 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     calls = []
     real = proto.regions_for
     monkeypatch.setattr(proto, "regions_for", lambda *a, **k: calls.append(1) or real(*a, **k))
+    tiny.patch_px()  # probes the encoder once (patch grid); not part of what is counted
     encoded = []
     real_enc = tiny.encode_images
     monkeypatch.setattr(tiny, "encode_images", lambda x, tokens=False: encoded.append(len(x)) or real_enc(x, tokens))
@@ -73,7 +74,7 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     first = encode_regions(tiny, small_bench, cfg, cache=cache)
     n_images = sum(len(it.images) for it in small_bench.items)
     assert len(calls) == n_images and cache.misses == n_images and cache.hits == 0
-    assert sum(encoded) == sum(len(r.regions) for r in first)
+    assert sum(encoded) == cfg.phases * sum(len(r.regions) for r in first)  # one input per view
     # a second run: all hits (from disk through a fresh cache object), no encoder pass
     encoded.clear()
     cache2 = RegionCache(tmp_path / "c")
@@ -119,3 +120,27 @@ def test_geometry_option_shifts_scores_by_the_weight(tiny, small_bench):
     assert torch.equal(base[~rel], geo[~rel])  # only items with relation segments change
     diff = (geo[rel] - base[rel]).abs()
     assert torch.allclose(diff, torch.full_like(diff, 0.3 / 3), atol=1e-5)  # +-w/K, K = 3 segments
+
+
+def test_phase_views_are_averaged_unit_embeddings(tiny, small_bench, monkeypatch):
+    """With phases=2 each region is encoded unshifted and shifted by half a patch; its embedding is the
+    normalised mean of the two views' normalised embeddings."""
+    import torch.nn.functional as F
+
+    import unbag.sgi.protocol as proto
+    from unbag.sgi.regions import masked, masked_shifted, phase_offsets
+
+    assert tiny.patch_px() == 8
+    one = encode_regions(tiny, small_bench, SGIConfig(regions="gt", phases=1), cache=RegionCache())
+    two = encode_regions(tiny, small_bench, SGIConfig(regions="gt", phases=2), cache=RegionCache())
+    img = np.asarray(small_bench.items[0].images[0])
+    fill = proto.background_color(img)
+    region = two[0].regions[0]
+    views = [masked_shifted(img, region, fill, dx, dy) for dx, dy in phase_offsets(region, img.shape[:2], 8, 2)]
+    assert np.array_equal(views[0], masked(img, region, fill))
+    with torch.inference_mode():
+        e = F.normalize(tiny.encode_images(tiny.normalize_pixels(torch.from_numpy(np.stack(views)))).embeds, dim=-1)
+    assert torch.allclose(two[0].emb[0], F.normalize(e.mean(0), dim=0), atol=1e-5)
+    assert torch.allclose(one[0].emb[0], e[0], atol=1e-5)
+    with pytest.raises(UnbagError, match="phases"):
+        SGIConfig(phases=0)

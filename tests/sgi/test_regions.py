@@ -3,7 +3,7 @@ import pytest
 
 from unbag.errors import UnbagError
 from unbag.sgi.regions import (RegionConfig, background_color, blob_boxes, cropped, grid_boxes, masked,
-                               proposal_boxes, regions_for)
+                               masked_shifted, phase_offsets, proposal_boxes, regions_for)
 from unbag.world.render import render
 from unbag.world.scene import Obj, Scene
 from unbag.world.swap import CATEGORIES, build_item
@@ -69,3 +69,22 @@ def test_class_agnostic_boxes_find_the_objects(finder):
                 hits += len(found) == len(sc.objects) and all(
                     any(f[0] <= o.x * 64 <= f[2] and f[1] <= o.y * 64 <= f[3] for f in found) for o in sc.objects)
     assert hits / total >= 0.9
+
+
+def test_phase_offsets_stay_inside_the_frame_at_the_same_phase():
+    assert phase_offsets(((20, 20, 30, 30),), (64, 64), 8, 2) == [(0, 0), (4, 4)]
+    assert phase_offsets(((20, 20, 30, 30),), (64, 64), 8, 4) == [(0, 0), (2, 2), (4, 4), (6, 6)]
+    # touching the right edge: x shifts by 4 - 8 = -4 (same phase mod 8), y by +4
+    assert phase_offsets(((54, 10, 64, 20),), (64, 64), 8, 2) == [(0, 0), (-4, 4)]
+    # a union spanning the frame cannot move: no shift
+    assert phase_offsets(((0, 0, 10, 10), (54, 54, 64, 64)), (64, 64), 8, 2) == [(0, 0), (0, 0)]
+
+
+def test_shifted_mask_moves_the_region_and_nothing_else():
+    img = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    fill = np.array([1, 2, 3], np.uint8)
+    out = masked_shifted(img, ((10, 12, 20, 22),), fill, -4, 4)
+    assert np.array_equal(out[16:26, 6:16], img[12:22, 10:20])
+    keep = np.zeros((64, 64), bool)
+    keep[16:26, 6:16] = True
+    assert (out[~keep] == fill).all()

@@ -66,6 +66,15 @@ class Backend(ABC):
         self.model.to(device)
         return self
 
+    def patch_px(self) -> int | None:
+        """Side in pixels of the image patch behind one token (None for encoders without patches)."""
+        if not hasattr(self, "_patch_px"):
+            h, w = self.image_size
+            with torch.inference_mode():
+                grid = self.encode_images(torch.zeros(1, 3, h, w, device=self.device), tokens=True).grid
+            self._patch_px = w // grid[1] if grid else None
+        return self._patch_px
+
     def normalize_pixels(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 [N, H, W, 3] already at the model's size -> normalised float [N, 3, H, W].
 

@@ -29,7 +29,7 @@ from ..models.base import Backend
 from ..scoring.encode import encode_texts, unique
 from . import segments as seg
 from .cache import RegionCache, default_cache
-from .regions import RegionConfig, background_color, cropped, masked, regions_for
+from .regions import RegionConfig, background_color, cropped, masked, masked_shifted, phase_offsets, regions_for
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -48,6 +48,7 @@ class SGIConfig:
     relations: str = "cosine"  # geometry: also check the spatial predicate on the chosen regions
     relation_weight: float = 0.1
     scales: tuple[float, ...] = (0.5, 1 / 3)
+    phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
     cache_dir: str | None = None
 
     def __post_init__(self):
@@ -59,6 +60,8 @@ class SGIConfig:
             raise UnbagError(f"SGI mix must be in [0, 1], got {self.mix}")
         if self.relations not in RELATIONS:
             raise UnbagError(f"unknown relation scoring {self.relations!r}; use one of {', '.join(RELATIONS)}")
+        if not isinstance(self.phases, int) or self.phases < 1:
+            raise UnbagError(f"SGI phases must be a whole number >= 1, got {self.phases!r}")
         if self.segmenter not in ("auto", "spacy", "rules"):
             raise UnbagError(f"unknown segmenter {self.segmenter!r}; use auto, spacy or rules")
         self.region_cfg = RegionConfig.parse(self.regions, self.mode, scales=tuple(self.scales))
@@ -74,12 +77,21 @@ class ImageRegions:
     emb: torch.Tensor  # [R, D]
 
 
-def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str) -> torch.Tensor:
-    """Encoder inputs [R, 3, H, W] for the regions of one image."""
+def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str, phases: int = 1) -> torch.Tensor:
+    """Encoder inputs [R * V, 3, H, W] for the regions of one image, V views per region (V = phases in
+    mask mode, each view shifting the region to another phase of the patch grid; else 1)."""
     h, w = backend.image_size
     if mode == "mask":
         fill = background_color(arr)
-        outs = [masked(arr, r, fill) for r in regions]
+        patch = backend.patch_px() if phases > 1 else None
+        if patch:
+            side = arr.shape[:2]
+            # shifts are set in the benchmark's pixels; rescaled to the model's by preprocess below
+            patch = max(1, round(patch * min(side) / min(h, w)))
+            outs = [masked_shifted(arr, r, fill, dx, dy) for r in regions
+                    for dx, dy in phase_offsets(r, side, patch, phases)]
+        else:
+            outs = [masked(arr, r, fill) for r in regions]
         if arr.shape[:2] == (h, w):
             return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
         return torch.stack([backend.preprocess(Image.fromarray(o)) for o in outs])
@@ -87,6 +99,11 @@ def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str) -> torc
     outs = [np.asarray(Image.fromarray(cropped(arr, r)).resize((w, h), Image.Resampling.BICUBIC))
             for r in regions]
     return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
+
+
+def _views(mode: str, phases: int, backend: Backend) -> int:
+    """Inputs per region: `phases` shifted views in mask mode on a patch encoder, else 1."""
+    return phases if mode == "mask" and phases > 1 and backend.patch_px() else 1
 
 
 @torch.inference_mode()
@@ -106,7 +123,8 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     order, inverse = unique([image_key(r) for r in refs])
     done: dict[int, ImageRegions] = {}
     pending: list[tuple[int, list, str, torch.Tensor]] = []  # (slot, regions, cache key, inputs)
-    n_pending = 0  # regions waiting in `pending`
+    n_pending = 0  # encoder inputs waiting in `pending`
+    views = _views(cfg.mode, cfg.phases, backend)
 
     def flush():
         nonlocal n_pending
@@ -116,6 +134,7 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         x = torch.cat([p[3] for p in pending]).to(backend.device)
         emb = torch.cat([F.normalize(backend.encode_images(x[s:s + batch_size]).embeds.float(), dim=-1).cpu()
                          for s in range(0, len(x), batch_size)])
+        emb = F.normalize(emb.view(len(emb) // views, views, -1).mean(1), dim=-1)  # average the views
         start = 0
         for slot, regions, key, inp in pending:
             e = emb[start:start + len(regions)]
@@ -129,13 +148,13 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for slot, i in enumerate(order):
             arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
             regions = regions_for(arr, cfg.region_cfg, gts[i])
-            key = cache.key(backend.spec, image_key(arr), regions, cfg.mode, "median")  # content hash
+            key = cache.key(backend.spec, image_key(arr), regions, cfg.mode, f"median/phases{views}")
             hit = cache.get(key)
             if hit is not None:
                 done[slot] = ImageRegions(regions, hit)
             else:
-                pending.append((slot, regions, key, _inputs(backend, arr, regions, cfg.mode)))
-                n_pending += len(regions)
+                pending.append((slot, regions, key, _inputs(backend, arr, regions, cfg.mode, cfg.phases)))
+                n_pending += len(regions) * views
                 if n_pending >= batch_size:
                     flush()
             bar.update(task, advance=1)

@@ -182,6 +182,29 @@ def masked(img: np.ndarray, region: Region, fill: np.ndarray) -> np.ndarray:
     return out
 
 
+def masked_shifted(img: np.ndarray, region: Region, fill: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """`masked`, with the region's pixels moved by (dx, dy); `fill` everywhere else."""
+    out = np.empty_like(img)
+    out[:] = fill
+    for x0, y0, x1, y1 in region:
+        out[y0 + dy:y1 + dy, x0 + dx:x1 + dx] = img[y0:y1, x0:x1]
+    return out
+
+
+def phase_offsets(region: Region, side: tuple[int, int], patch: int, phases: int) -> list[tuple[int, int]]:
+    """`phases` shifts (o, o), o = k * patch / phases, that put the region at as many phases of the
+    patch grid; along each axis o - patch (the same phase) replaces o when o would push the region
+    out of the frame, and 0 when neither fits."""
+    h, w = side
+    x0, y0 = min(b[0] for b in region), min(b[1] for b in region)
+    x1, y1 = max(b[2] for b in region), max(b[3] for b in region)
+
+    def fit(o: int, lo: int, hi: int, n: int) -> int:
+        return next((d for d in (o, o - patch) if lo + d >= 0 and hi + d <= n), 0)
+    offsets = [round(k * patch / phases) for k in range(phases)]
+    return [(fit(o, x0, x1, w), fit(o, y0, y1, h)) for o in offsets]
+
+
 def cropped(img: np.ndarray, region: Region) -> np.ndarray:
     """The bounding box of the region's boxes, cut out (the encoder's preprocessing resizes it)."""
     x0 = min(b[0] for b in region)
