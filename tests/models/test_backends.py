@@ -77,3 +77,12 @@ def test_saved_model_round_trips(tmp_path, backend):
     ids = backend.tokenize(["a red cube"])
     with torch.no_grad():
         assert torch.equal(again.encode_texts(ids).embeds, backend.encode_texts(ids).embeds)
+
+
+def test_patch_px_from_the_token_grid(backend, monkeypatch):
+    feats = backend.encode_images(torch.zeros(1, 3, *backend.image_size), tokens=True)
+    assert backend.patch_px() == backend.image_size[1] // feats.grid[1]
+    # an encoder without patch tokens (a ResNet tower) has no patch size, and SGI uses one view
+    monkeypatch.delattr(backend, "_patch_px")
+    monkeypatch.setattr(backend, "encode_images", lambda x, tokens=False: (_ for _ in ()).throw(TypeError("no tokens")))
+    assert backend.patch_px() is None

@@ -70,8 +70,11 @@ class Backend(ABC):
         """Side in pixels of the image patch behind one token (None for encoders without patches)."""
         if not hasattr(self, "_patch_px"):
             h, w = self.image_size
-            with torch.inference_mode():
-                grid = self.encode_images(torch.zeros(1, 3, h, w, device=self.device), tokens=True).grid
+            try:
+                with torch.inference_mode():
+                    grid = self.encode_images(torch.zeros(1, 3, h, w, device=self.device), tokens=True).grid
+            except (TypeError, ValueError, AttributeError, NotImplementedError):
+                grid = None  # an encoder that cannot give patch tokens (e.g. a ResNet tower)
             self._patch_px = w // grid[1] if grid else None
         return self._patch_px
 
