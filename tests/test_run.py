@@ -50,6 +50,15 @@ def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_
     assert len(summary["cells"]) == 6
     assert (tmp_path / "out" / "plan.toml").read_text() == plan.read_text()
 
+    # a finished cell whose recorded options differ from what the protocol records now runs again
+    stale = tmp_path / "out" / "results" / "tiny__ctrl__sgi.json"
+    rec = json.loads(stale.read_text())
+    rec["config"]["options"]["phases"] = 1
+    stale.write_text(json.dumps(rec))
+    calls["n"] = 0
+    run_plan(plan, progress=False)
+    assert calls["n"] == 1 and json.loads(stale.read_text())["config"]["options"]["phases"] == 2
+
 
 def test_bad_plans_name_the_field(tmp_path):
     p = tmp_path / "p.toml"

@@ -20,7 +20,8 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     SGI-geometry = { protocol = "sgi", relations = "geometry" }   # a protocol with options
 
 Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
-cells, so an interrupted run continues where it stopped. Retrieval sets are scored with the
+cells made with the same model spec, protocol and options (as recorded), so an interrupted run
+continues where it stopped and a cell whose setup changed runs again. Retrieval sets are scored with the
 global protocol only (other protocols score candidate pairs); those cells are skipped, as are
 zero-shot classification cells for protocols other than global.
 """
@@ -114,15 +115,15 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
         for m, b, p in cells:
             dest = root / "results" / f"{m}__{b}__{p}.json"
             bar.update(task, cell=f"{m} · {b} · {p}")
-            if dest.is_file():
-                res = json.loads(dest.read_text())
-            else:
+            protocol, options = protocols[p]
+            protocol = shipped_head(protocol, model_specs[m])
+            res = json.loads(dest.read_text()) if dest.is_file() else None
+            if res is None or not _same_setup(res, model_specs[m], protocol, options):
                 spec = plan["benchmarks"][b]
                 if spec not in loaded:  # generate/read each benchmark once per run
                     loaded.clear()
                     loaded[spec] = benchmarks.load(spec, seed=seed)
-                protocol, options = protocols[p]
-                res = evaluate(model=model_specs[m], bench=spec, protocol=shipped_head(protocol, model_specs[m]),
+                res = evaluate(model=model_specs[m], bench=spec, protocol=protocol,
                                out=str(dest), device=device, seed=seed, progress=False, show=False,
                                options=options, loaded=loaded[spec])
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
@@ -130,6 +131,16 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             bar.advance(task)
     write_json(root / "summary.json", {"plan": str(path), "cells": [r["cell"] for r in results]})
     return results
+
+
+def _same_setup(res: dict, model: str, protocol: str, options: dict) -> bool:
+    """Whether a finished cell was made by this model spec and protocol with the options it would
+    record now (a changed default, e.g. of SGI, makes the cell run again instead of being reused)."""
+    from .scoring import build
+
+    recorded = json.loads(json.dumps(build(protocol, options)[1]))  # tuples -> lists, as stored
+    return (res.get("model") == model and res.get("config", {}).get("protocol") == protocol
+            and res.get("config", {}).get("options") == recorded)
 
 
 def train_entry(name: str, table: dict, root: Path, progress: bool, device: str) -> Path:
