@@ -8,7 +8,7 @@ from .errors import UnbagError
 
 
 def _train(a: argparse.Namespace) -> None:
-    if a.method in ("tflocal", "tfglobal"):
+    if a.method in ("tflocal", "tfglobal", "tfregions"):
         return _train_head(a)
     from .train.engine import TrainConfig, Trainer
 
@@ -193,10 +193,10 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | tflocal | tfglobal")
+    t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | degla | tflocal | tfglobal | tfregions")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
     t.add_argument("--data", default="world", help="world | csv:PATH | jsonl:PATH | wds:URLS, or a "
-                   "feature cache DIR for tflocal/tfglobal")
+                   "feature cache DIR for tflocal/tfglobal/tfregions")
     t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=64, help="heads: transformer width")
     t.add_argument("--layers", type=int, default=1, help="heads: layers")

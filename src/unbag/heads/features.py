@@ -5,8 +5,11 @@ Layout of DIR:
   {field}-{k:05d}.npy   rows [k*SHARD, (k+1)*SHARD) of a field (fp16 features, bool masks, int64)
 Fields: img_global [D], img_patches [P, D], img_patches_early [P, D] (after the first block, where
 the backend offers it), txt_global [D], txt_tokens [L, D], txt_mask [L],
-phr_global [K, D] (each caption phrase encoded on its own), phr_mask [K], twin [] (row of this
-row's binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
+phr_global [K, D] (each caption phrase encoded on its own), phr_mask [K], phr_want [K] (how many
+boxes a region must join to match the phrase: 1 for an object, n for "n ..." groups, 0 any),
+img_regions [R, D] (SGI's region embeddings: blobs and their unions, masked in place, 2 phase
+views; zero rows pad), reg_size [R] (boxes per region, 0 for padding), twin [] (row of this row's
+binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
 """
 from __future__ import annotations
 
@@ -22,10 +25,12 @@ from rich.progress import track
 
 from ..errors import UnbagError
 from ..models.base import Backend
+from ..sgi.segments import from_grammar
 from ..utils import atomic_dir
 
 SHARD = 8192
 MAX_PHRASES = 5
+MAX_REGIONS = 16  # single regions come first, so a crowded image loses unions, not objects
 FORMAT = "unbag-features"
 
 
@@ -53,21 +58,44 @@ def image_features(backend: Backend, pixels: torch.Tensor) -> dict:
 
 
 @torch.inference_mode()
-def text_features(backend: Backend, captions: list[str], phrases: list[list[str]]) -> dict:
-    """Frozen global and token features of captions, and each phrase encoded on its own."""
+def region_features(backend: Backend, images: list, regions=None) -> dict:
+    """SGI's region embeddings of images (arrays or refs), padded to MAX_REGIONS, and region sizes;
+    `regions` (a list of sgi ImageRegions) skips the encoding when the caller has them already."""
+    from ..benchmarks.base import Benchmark, Item
+    from ..sgi.protocol import SGIConfig, encode_regions
+
+    if regions is None:
+        bench = Benchmark("regions", "regions", [Item(str(k), [im], [], {}) for k, im in enumerate(images)])
+        regions = encode_regions(backend, bench, SGIConfig())
+    emb = torch.zeros(len(regions), MAX_REGIONS, regions[0].emb.shape[1] if regions else 1)
+    size = torch.zeros(len(regions), MAX_REGIONS, dtype=torch.long)
+    for k, r in enumerate(regions):
+        n = min(len(r.regions), MAX_REGIONS)
+        emb[k, :n] = r.emb[:n]
+        size[k, :n] = torch.tensor([len(reg) for reg in r.regions[:n]])
+    return {"img_regions": emb, "reg_size": size}
+
+
+@torch.inference_mode()
+def text_features(backend: Backend, captions: list[str], phrases: list[list]) -> dict:
+    """Frozen global and token features of captions, and each phrase (an sgi Segment) encoded on its own."""
+    from ..sgi.protocol import region_count
+
     dev = backend.device
     tx = backend.encode_texts(backend.tokenize(captions).to(dev), tokens=True)
-    flat = [p for ps in phrases for p in ps[:MAX_PHRASES]]
+    flat = [p.text for ps in phrases for p in ps[:MAX_PHRASES]]
     pe = _l2(backend.encode_texts(backend.tokenize(flat).to(dev)).embeds)
     phr = torch.zeros(len(captions), MAX_PHRASES, pe.shape[1])
     pmask = torch.zeros(len(captions), MAX_PHRASES, dtype=torch.bool)
+    want = torch.zeros(len(captions), MAX_PHRASES, dtype=torch.long)
     k = 0
     for i, ps in enumerate(phrases):
         n = min(len(ps), MAX_PHRASES)
         phr[i, :n], pmask[i, :n] = pe[k:k + n], True
+        want[i, :n] = torch.tensor([region_count(p) for p in ps[:n]])
         k += n
     return {"txt_global": _l2(tx.embeds), "txt_tokens": _l2(tx.tokens), "txt_mask": tx.mask.cpu(),
-            "phr_global": phr, "phr_mask": pmask}
+            "phr_global": phr, "phr_mask": pmask, "phr_want": want}
 
 
 def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1,
@@ -87,8 +115,8 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
             if not items:
                 continue
             pixels = backend.normalize_pixels(torch.from_numpy(np.stack([x.image for x in items])))
-            f = image_features(backend, pixels) | text_features(
-                backend, [x.caption for x in items], [[s["text"] for s in x.segments] for x in items])
+            f = image_features(backend, pixels) | region_features(backend, [x.image for x in items]) | text_features(
+                backend, [x.caption for x in items], [from_grammar(x.segments) for x in items])
             for k, v in f.items():
                 store.setdefault(k, []).append(v.numpy())
         twin_of += [k for k, _ in twins]
@@ -115,9 +143,10 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
         items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES))
                  for k in range(start, min(n, start + chunk))]
         images = np.stack([render(sc, px) for it in items for sc in it.scenes])
-        f = image_features(backend, backend.normalize_pixels(torch.from_numpy(images))) | text_features(
-            backend, [c for it in items for c in it.captions],
-            [[s["text"] for s in segs] for it in items for segs in it.segments])
+        f = (image_features(backend, backend.normalize_pixels(torch.from_numpy(images)))
+             | region_features(backend, list(images))
+             | text_features(backend, [c for it in items for c in it.captions],
+                             [from_grammar(segs) for it in items for segs in it.segments]))
         for k, v in f.items():
             parts.setdefault(k, []).append(v.numpy())
     fields = {k: np.concatenate(v) for k, v in parts.items()}

@@ -11,8 +11,8 @@ from ..benchmarks.base import Benchmark
 from ..errors import UnbagError
 from ..models.base import Backend
 from ..scoring.encode import pixels_of, unique
-from .common import image_tokens, text_inputs
-from .features import backbone_id, image_features, text_features
+from .common import head_inputs
+from .features import backbone_id, image_features, region_features, text_features
 from .train import load_head
 
 
@@ -21,7 +21,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
                path: str = "") -> torch.Tensor:
     """Score tensor [items, images, captions] from the head at `path` on `backend`'s features."""
     from ..benchmarks.base import image_key
-    from ..sgi.protocol import SGIConfig, caption_segments
+    from ..sgi.protocol import SGIConfig, caption_segments, encode_regions
 
     head, record = load_head(path)
     if record["backbone_id"] != backbone_id(backend):
@@ -32,7 +32,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     refs = [r for it in items for r in it.images]
     wheres = [f"{it.source or it.id}: field 'images[{k}]'" for it in items for k in range(n_img)]
     texts = [c for it in items for c in it.captions]
-    phrases = [[s.text for s in ss] for ss in caption_segments(bench, SGIConfig())]
+    phrases = caption_segments(bench, SGIConfig())
     img_order, img_inv = unique([image_key(r) for r in refs])
     cap_order, cap_inv = unique(texts)
     feats: dict[str, list] = {}
@@ -41,18 +41,20 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
         px = pixels_of(backend, [refs[i] for i in ii], [wheres[i] for i in ii], bench.image_size)
         for k, v in image_features(backend, px).items():
             feats.setdefault(k, []).append(v)
+    if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
+        regions = encode_regions(backend, bench, SGIConfig(), batch_size)
+        for k, v in region_features(backend, [], [regions[i] for i in img_order]).items():
+            feats[k] = [v]
     for s in range(0, len(cap_order), batch_size):
         cc = cap_order[s:s + batch_size]
         for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
             feats.setdefault(k, []).append(v)
-    f = {k: torch.cat(v) for k, v in feats.items()}
+    img, txt = head_inputs({k: torch.cat(v) for k, v in feats.items()}, head.cfg)
     img_idx = torch.tensor(img_inv).view(len(items), n_img)
     cap_idx = torch.tensor(cap_inv).view(len(items), n_cap)
     ii = img_idx[:, :, None].expand(-1, -1, n_cap).reshape(-1)
     cc = cap_idx[:, None, :].expand(-1, n_img, -1).reshape(-1)
-    txt, mask = text_inputs(f, head.cfg.text)
-    patches = image_tokens(f, getattr(head.cfg, "early", False))
-    out = torch.cat([head(f["img_global"][ii[s:s + batch_size]], patches[ii[s:s + batch_size]],
-                          txt[cc[s:s + batch_size]], mask[cc[s:s + batch_size]])
+    pick = lambda d, idx: {n: None if t is None else t[idx] for n, t in d.items()}  # noqa: E731
+    out = torch.cat([head(**pick(img, ii[s:s + batch_size]), **pick(txt, cc[s:s + batch_size]))
                      for s in range(0, len(ii), batch_size)])
     return out.view(len(items), n_img, n_cap)

@@ -25,9 +25,10 @@ class TFGlobal(nn.Module):
         self.blocks = nn.TransformerEncoder(layer, 2 * cfg.layers, enable_nested_tensor=False)
         self.out = nn.Sequential(nn.LayerNorm(cfg.width), nn.Linear(cfg.width, 1))
 
-    def forward(self, img_global: torch.Tensor, patches: torch.Tensor | None, text: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
-        """Scores [N]; `patches` is ignored: this head sees the global image vector only."""
+    def forward(self, img_global: torch.Tensor, tokens: torch.Tensor | None, text: torch.Tensor,
+                mask: torch.Tensor, tok_size=None, want=None) -> torch.Tensor:
+        """Scores [N]; `tokens` (and `tok_size`, `want`) are ignored: this head sees the global image
+        vector only."""
         img = self.img_in(img_global)[:, None] + self.modality[0]
         txt = self.txt_in(text) + self.modality[1]
         pad = torch.cat([torch.zeros_like(mask[:, :1]), ~mask], 1)

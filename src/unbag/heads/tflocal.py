@@ -25,10 +25,11 @@ class TFLocal(nn.Module):
         self.blocks = nn.TransformerDecoder(layer, cfg.layers)
         self.out = nn.Sequential(nn.LayerNorm(cfg.width), nn.Linear(cfg.width, 1))
 
-    def forward(self, img_global: torch.Tensor, patches: torch.Tensor, text: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
-        """Scores [N] of N (image, text) pairs: patches [N, P, D], text [N, T, D], mask [N, T]."""
-        memory = self.img_in(torch.cat([img_global[:, None], patches], 1)) + self.pos
+    def forward(self, img_global: torch.Tensor, tokens: torch.Tensor, text: torch.Tensor,
+                mask: torch.Tensor, tok_size=None, want=None) -> torch.Tensor:
+        """Scores [N] of N (image, text) pairs: patch tokens [N, P, D], text [N, T, D], mask [N, T]
+        (`tok_size` and `want` are for TFRegions and ignored here)."""
+        memory = self.img_in(torch.cat([img_global[:, None], tokens], 1)) + self.pos
         h = self.blocks(self.txt_in(text), memory, tgt_key_padding_mask=~mask)
         s = self.out(h).squeeze(-1).masked_fill(~mask, 0.0)
         return s.sum(1) / mask.sum(1).clamp(min=1)

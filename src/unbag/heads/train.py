@@ -15,12 +15,13 @@ from safetensors.torch import load_file, save_file
 
 from ..errors import UnbagError
 from ..utils import atomic_dir, versions
-from .common import HeadConfig, image_tokens, match_loss, text_inputs
+from .common import HeadConfig, head_inputs, image_fields, match_loss, text_fields
 from .features import FeatureCache
 from .tfglobal import TFGlobal
 from .tflocal import TFLocal
+from .tfregions import TFRegions
 
-HEADS = {"tflocal": TFLocal, "tfglobal": TFGlobal}
+HEADS = {"tflocal": TFLocal, "tfglobal": TFGlobal, "tfregions": TFRegions}
 
 
 @dataclass
@@ -42,14 +43,8 @@ def build(cfg: HeadConfig) -> torch.nn.Module:
     return HEADS[cfg.kind](cfg)
 
 
-def _fields(cache: FeatureCache, rows: np.ndarray, text: str, need_patches: bool, early: bool = False) -> dict:
-    names = ["img_global", "phr_global", "phr_mask"] if text == "phrases" else ["img_global", "txt_tokens", "txt_mask"]
-    if need_patches:
-        names += ["img_patches"] + (["img_patches_early"] if early else [])
-    f = {n: cache.get(n, rows) for n in names}
-    if need_patches:
-        f["img_patches"] = image_tokens(f, early)
-    return f
+def _fields(cache: FeatureCache, rows: np.ndarray, cfg: HeadConfig) -> dict:
+    return {n: cache.get(n, rows) for n in image_fields(cfg) + text_fields(cfg)}
 
 
 def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twins: np.ndarray,
@@ -60,15 +55,12 @@ def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twin
     cand = np.concatenate([rows[:, None], np.where(twins < 0, rows, twins)[:, None], others], 1)  # [B, 2+k]
     valid = torch.ones(cand.shape, dtype=torch.bool)
     valid[:, 1] = torch.from_numpy(twins >= 0)
-    cfg = head.cfg
-    f_pos = _fields(cache, rows, cfg.text, cfg.kind == "tflocal", cfg.early)
-    f_all = _fields(cache, cand.reshape(-1), cfg.text, cfg.kind == "tflocal", cfg.early)
-    rep = lambda t: t.repeat_interleave(cand.shape[1], 0)  # noqa: E731
-    txt, mask = text_inputs(f_all, cfg.text)
+    img_pos, txt_pos = head_inputs(_fields(cache, rows, head.cfg), head.cfg)
+    img_all, txt_all = head_inputs(_fields(cache, cand.reshape(-1), head.cfg), head.cfg)
+    rep = lambda d: {n: None if t is None else t.repeat_interleave(cand.shape[1], 0) for n, t in d.items()}  # noqa: E731
     # image i vs candidate texts, then candidate images vs text i
-    i2t = head(rep(f_pos["img_global"]), rep(f_pos["img_patches"]) if "img_patches" in f_pos else None, txt, mask)
-    ptxt, pmask = text_inputs(f_pos, cfg.text)
-    t2i = head(f_all["img_global"], f_all.get("img_patches"), rep(ptxt), rep(pmask))
+    i2t = head(**rep(img_pos), **txt_all)
+    t2i = head(**img_all, **rep(txt_pos))
     return (match_loss(i2t.view(b, -1), valid) + match_loss(t2i.view(b, -1), valid)) / 2
 
 
@@ -82,14 +74,17 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
     cfg.head.dim = fields["img_global"]["shape"][0]
     if cfg.head.early and "img_patches_early" not in fields:
         raise UnbagError(f"{cache_dir}: this cache has no early patches; rebuild it with `unbag features`")
-    cfg.head.patches = fields["img_patches"]["shape"][0] * (2 if cfg.head.early else 1)
+    if cfg.head.kind == "tfregions" and "img_regions" not in fields:
+        raise UnbagError(f"{cache_dir}: this cache has no region features; rebuild it with `unbag features`")
+    cfg.head.patches = (fields["img_regions"]["shape"][0] if cfg.head.kind == "tfregions"
+                        else fields["img_patches"]["shape"][0] * (2 if cfg.head.early else 1))
     head = build(cfg.head)
     decay = [p for n, p in head.named_parameters() if p.ndim >= 2 and "pos" not in n and "modality" not in n]
     rest = [p for n, p in head.named_parameters() if not (p.ndim >= 2 and "pos" not in n and "modality" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup) * 0.5 * (
-        1 + math.cos(math.pi * min(1.0, s / cfg.steps))))
+        1 + math.cos(math.pi * min(1.0, s / max(1, cfg.steps)))))  # steps=0 saves the initial head
     twin_all = cache.get("twin", np.arange(cache.rows)).numpy()
     log, t0 = [], time.perf_counter()
     head.train()

@@ -200,10 +200,15 @@ def allowed_pairs(segs: list[seg.Segment], r: ImageRegions) -> torch.Tensor:
     sizes = torch.tensor([len(reg) for reg in r.regions])
     rows = []
     for s in segs:
-        want = 1 if s.kind == "object" else (s.count if s.kind == "group" else None)
-        row = sizes == want if want is not None else torch.ones_like(sizes, dtype=torch.bool)
+        want = region_count(s)
+        row = sizes == want if want else torch.ones_like(sizes, dtype=torch.bool)
         rows.append(row if row.any() else torch.ones_like(sizes, dtype=torch.bool))
     return torch.stack(rows)
+
+
+def region_count(s: seg.Segment) -> int:
+    """How many boxes a region must join to match segment `s` under match="kind" (0: any region)."""
+    return 1 if s.kind == "object" else (s.count or 0 if s.kind == "group" else 0)
 
 
 def _centre(region) -> tuple[float, float]:
