@@ -1,7 +1,7 @@
 """Alignment-head costs, measured in one run: a training epoch from the feature cache vs an FT
 epoch on the same world samples, and head scoring vs global scoring on the same ctrl items.
 
-    .venv/bin/python bench/heads_cost.py --cache runs/feat --head runs/head-tflocal-phrases
+    .venv/bin/python bench/heads_cost.py --cache runs/feat --head runs/head-tflocal-phrases runs/tfregions
 """
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ from unbag.train.engine import TrainConfig, Trainer
 def head_seconds_per_row(cache_dir: str, kind: str, steps: int, batch: int) -> float:
     cache = FeatureCache(cache_dir)
     cfg = HeadTrainConfig(head=HeadConfig(kind=kind))
+    tokens = "img_regions" if kind == "tfregions" else "img_patches"
     cfg.head.dim, cfg.head.patches = (cache.index["fields"]["img_global"]["shape"][0],
-                                      cache.index["fields"]["img_patches"]["shape"][0])
+                                      cache.index["fields"][tokens]["shape"][0])
     head = build(cfg.head)
     opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
@@ -61,7 +62,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="Seems like `optimizer.step\\(\\)` has been overridden")
     p = argparse.ArgumentParser()
     p.add_argument("--cache", required=True)
-    p.add_argument("--head", required=True)
+    p.add_argument("--head", required=True, nargs="+", help="trained heads whose scoring cost to measure")
     p.add_argument("--per-category", type=int, default=100)
     a = p.parse_args()
     backend = models.load("builtin")
@@ -69,22 +70,22 @@ def main() -> None:
         t = time.perf_counter()
         extract_world(backend, f"{d}/c", n=1024, progress=False)
         extract = (time.perf_counter() - t) / 1024
-    local = head_seconds_per_row(a.cache, "tflocal", 20, 64)
-    glob = head_seconds_per_row(a.cache, "tfglobal", 20, 64)
     ft = ft_seconds_per_sample(12, 128)
-    print(f"per training sample: FT {1e3 * ft:.2f} ms, TFLocal {1e3 * local:.2f} ms, TFGlobal {1e3 * glob:.2f} ms, "
-          f"feature extraction (once) {1e3 * extract:.2f} ms")
-    print(f"epoch cost ratio FT / TFLocal: {ft / local:.1f}x (with a fresh cache: {ft / (local + extract):.1f}x); "
-          f"FT / TFGlobal: {ft / glob:.1f}x   (goal >= 20x)")
+    print(f"per training sample: FT {1e3 * ft:.2f} ms, feature extraction (once) {1e3 * extract:.2f} ms")
+    for kind in ("tflocal", "tfglobal", "tfregions"):
+        head = head_seconds_per_row(a.cache, kind, 20, 64)
+        print(f"{kind}: {1e3 * head:.2f} ms per training sample; epoch cost ratio FT / {kind}: {ft / head:.1f}x "
+              f"(with a fresh cache: {ft / (head + extract):.1f}x)   (goal >= 20x)")
     bench = generated(seed=0, per_category=a.per_category)
     score_global(backend, generated(seed=1, per_category=2))
     t = time.perf_counter()
     score_global(backend, bench)
     tg = time.perf_counter() - t
-    t = time.perf_counter()
-    score_head(backend, bench, path=a.head)
-    th = time.perf_counter() - t
-    print(f"scoring {len(bench.items)} items: global {tg:.2f} s, head {th:.2f} s, ratio {th / tg:.2f}x")
+    for path in a.head:
+        t = time.perf_counter()
+        score_head(backend, bench, path=path)
+        th = time.perf_counter() - t
+        print(f"scoring {len(bench.items)} items: global {tg:.2f} s, head {path} {th:.2f} s, ratio {th / tg:.2f}x")
 
 
 if __name__ == "__main__":
