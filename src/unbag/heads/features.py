@@ -58,15 +58,17 @@ def image_features(backend: Backend, pixels: torch.Tensor) -> dict:
 
 
 @torch.inference_mode()
-def region_features(backend: Backend, images: list, regions=None) -> dict:
-    """SGI's region embeddings of images (arrays or refs), padded to MAX_REGIONS, and region sizes;
-    `regions` (a list of sgi ImageRegions) skips the encoding when the caller has them already."""
+def region_features(backend: Backend, images: list) -> dict:
+    """SGI's region embeddings of images (arrays or refs), padded to MAX_REGIONS, and region sizes."""
     from ..benchmarks.base import Benchmark, Item
     from ..sgi.protocol import SGIConfig, encode_regions
 
-    if regions is None:
-        bench = Benchmark("regions", "regions", [Item(str(k), [im], [], {}) for k, im in enumerate(images)])
-        regions = encode_regions(backend, bench, SGIConfig())
+    bench = Benchmark("regions", "regions", [Item(str(k), [im], [], {}) for k, im in enumerate(images)])
+    return pack_regions(encode_regions(backend, bench, SGIConfig()))
+
+
+def pack_regions(regions: list) -> dict:
+    """Cache fields img_regions [N, MAX_REGIONS, D] and reg_size [N, MAX_REGIONS] of sgi ImageRegions."""
     emb = torch.zeros(len(regions), MAX_REGIONS, regions[0].emb.shape[1] if regions else 1)
     size = torch.zeros(len(regions), MAX_REGIONS, dtype=torch.long)
     for k, r in enumerate(regions):

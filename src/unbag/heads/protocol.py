@@ -12,7 +12,7 @@ from ..errors import UnbagError
 from ..models.base import Backend
 from ..scoring.encode import pixels_of, unique
 from .common import head_inputs
-from .features import backbone_id, image_features, region_features, text_features
+from .features import backbone_id, image_features, pack_regions, text_features
 from .train import load_head
 
 
@@ -43,7 +43,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
             feats.setdefault(k, []).append(v)
     if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
         regions = encode_regions(backend, bench, SGIConfig(), batch_size)
-        for k, v in region_features(backend, [], [regions[i] for i in img_order]).items():
+        for k, v in pack_regions([regions[i] for i in img_order]).items():
             feats[k] = [v]
     for s in range(0, len(cap_order), batch_size):
         cc = cap_order[s:s + batch_size]
