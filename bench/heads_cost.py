@@ -44,9 +44,9 @@ def head_seconds_per_row(cache_dir: str, kind: str, steps: int, batch: int) -> f
     return (time.perf_counter() - t0) / (steps * batch)
 
 
-def ft_seconds_per_sample(steps: int, batch: int) -> float:
+def ft_seconds_per_sample(steps: int, batch: int, model: str = "builtin") -> float:
     with tempfile.TemporaryDirectory() as d:
-        tr = Trainer(TrainConfig(method="ft", model="builtin", steps=steps + 3, batch_size=batch,
+        tr = Trainer(TrainConfig(method="ft", model=model, steps=steps + 3, batch_size=batch,
                                  ckpt_every=10**9, log_every=10**9, lr=1e-4), d)
         stamps = []
         real = tr.opt.step
@@ -64,6 +64,8 @@ def main() -> None:
     p.add_argument("--cache", required=True)
     p.add_argument("--head", required=True, nargs="+", help="trained heads whose scoring cost to measure")
     p.add_argument("--per-category", type=int, default=100)
+    p.add_argument("--ft-model", default=None, help="also time FT on this backbone (e.g. open_clip:ViT-B-32, random "
+                   "weights): head cost does not depend on the backbone, FT's does")
     a = p.parse_args()
     backend = models.load("builtin")
     with tempfile.TemporaryDirectory() as d:
@@ -72,10 +74,14 @@ def main() -> None:
         extract = (time.perf_counter() - t) / 1024
     ft = ft_seconds_per_sample(12, 128)
     print(f"per training sample: FT {1e3 * ft:.2f} ms, feature extraction (once) {1e3 * extract:.2f} ms")
+    big = ft_seconds_per_sample(2, 16, a.ft_model) if a.ft_model else None
+    if big:
+        print(f"per training sample: FT on {a.ft_model} {1e3 * big:.1f} ms")
     for kind in ("tflocal", "tfglobal", "tfregions"):
         head = head_seconds_per_row(a.cache, kind, 20, 64)
         print(f"{kind}: {1e3 * head:.2f} ms per training sample; epoch cost ratio FT / {kind}: {ft / head:.1f}x "
-              f"(with a fresh cache: {ft / (head + extract):.1f}x)   (goal >= 20x)")
+              f"(with a fresh cache: {ft / (head + extract):.1f}x)   (goal >= 20x)"
+              + (f"; FT on {a.ft_model} / {kind}: {big / head:.0f}x" if big else ""))
     bench = generated(seed=0, per_category=a.per_category)
     score_global(backend, generated(seed=1, per_category=2))
     t = time.perf_counter()

@@ -76,3 +76,7 @@ def test_shipped_heads_resolve_per_model():
     assert shipped_head("sgi", "builtin") == "sgi"
     with pytest.raises(UnbagError, match="only for built-in models"):
         shipped_head("head:builtin:tflocal", "open_clip:ViT-B-32")
+    assert shipped_head("head:builtin:tfregions", "builtin").endswith("tfregions/pretrained")
+    assert shipped_head("head:builtin:tfregions", "builtin:ft").endswith("tfregions/ft")
+    with pytest.raises(UnbagError, match="no shipped tfregions head for builtin:negclip"):
+        shipped_head("head:builtin:tfregions", "builtin:negclip")
