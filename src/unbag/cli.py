@@ -302,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.fn(args)
+        from .train import dist
+        dist.finish()  # under torchrun: all ranks leave the process group together
     except UnbagError as e:
         print(f"unbag: error: {e}", file=sys.stderr)
         return 2

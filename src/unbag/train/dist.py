@@ -91,6 +91,15 @@ def broadcast_params(model: torch.nn.Module) -> None:
         dist.broadcast(t.data, 0)
 
 
+def finish() -> None:
+    """Leave the process group together: every rank waits for the others, then tears it down (a rank
+    that exits with gloo's threads still running can abort with 'terminate called without an active
+    exception' and take the whole torchrun job down)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def barrier() -> None:
     if world() > 1:
         dist.barrier()
