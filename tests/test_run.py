@@ -8,11 +8,16 @@ from unbag.run import read_plan, run_plan, shipped_head
 
 
 def _plan(tmp_path, bench):
+    # a saved random model: `open_clip:unbag-tiny` draws new random weights at every load, and
+    # a cell made with other weights than the spec's now is run again
+    from unbag import models
+    from unbag.models.openclip import save_local_dir
+    tiny = save_local_dir(models.load("open_clip:unbag-tiny"), tmp_path / "tiny")
     p = tmp_path / "plan.toml"
     p.write_text(f'''
 out = "{tmp_path / 'out'}"
 [models]
-tiny = "open_clip:unbag-tiny"
+tiny = "{tiny}"
 builtin = "builtin"
 [benchmarks]
 ctrl = "ctrl:{bench}"
@@ -58,6 +63,15 @@ def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_
     calls["n"] = 0
     run_plan(plan, progress=False)
     assert calls["n"] == 1 and json.loads(stale.read_text())["config"]["options"]["phases"] == 2
+
+    # so does one made with other weights under the same spec (new shipped weights)
+    other = tmp_path / "out" / "results" / "tiny__ctrl__global.json"
+    rec = json.loads(other.read_text())
+    rec["model_id"] = "0" * 40
+    other.write_text(json.dumps(rec))
+    calls["n"] = 0
+    run_plan(plan, progress=False)
+    assert calls["n"] == 1 and json.loads(other.read_text())["model_id"] != "0" * 40
 
 
 def test_bad_plans_name_the_field(tmp_path):

@@ -18,7 +18,7 @@ def _train(a: argparse.Namespace) -> None:
         seed=a.seed, workers=a.workers, compile=a.compile or None, threads=a.threads,
         ckpt_every=a.ckpt_every, log_every=a.log_every, device=a.device, lock_image=a.lock_image,
         lock_text=a.lock_text, unlock_last=a.unlock_last, accum=a.accum, precision=a.precision,
-        ema=a.ema)
+        ema=a.ema, select=a.select)
     out = Trainer(cfg, a.out).fit(resume=a.resume, progress=not a.quiet)
     print(f"model written to {out}")
 
@@ -195,8 +195,9 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train or fine-tune a model")
     t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | degla | tflocal | tfglobal | tfregions")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
-    t.add_argument("--data", default="world", help="world | csv:PATH | jsonl:PATH | wds:URLS, or a "
-                   "feature cache DIR for tflocal/tfglobal/tfregions")
+    t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-plain] | "
+                   "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
+                   "for tflocal/tfglobal/tfregions")
     t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=64, help="heads: transformer width")
     t.add_argument("--layers", type=int, default=1, help="heads: layers")
@@ -218,6 +219,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--accum", type=int, default=None, help="micro-batches per step (gradient accumulation)")
     g.add_argument("--precision", default=None, help="auto (bf16 on CUDA) | fp32 | bf16 | fp16")
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
+    g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
+                   "in-distribution validation score (global cosine, N SWAP items per category)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--workers", type=int, default=1, help="data loader processes")
     t.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")

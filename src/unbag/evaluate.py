@@ -13,6 +13,7 @@ from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
 from .errors import UnbagError
 from .metrics.retrieval import recall
+from .models.base import weights_id
 from .reports.table import print_results
 from .utils import atomic_write, versions, write_json
 
@@ -92,7 +93,7 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
     else:
         per_item, flat, ties, counts = public_metrics(b, scores, backend)
     res = {
-        "model": model, "protocol": protocol,
+        "model": model, "model_id": weights_id(backend), "protocol": protocol,
         "benchmark": {"name": b.name, "spec": bench, **b.info},
         "metrics": flat, "ties": ties, "counts": counts, "n_items": len(b.items),
         "seed": seed,
@@ -146,7 +147,7 @@ def evaluate_classification(model: str, b, protocol: str, out: str | None, batch
     r = ranks(sim, pos)  # ties count against the model
     flat = {"all/zeroshot/top1": float((r <= 1).float().mean()), "all/zeroshot/top5": float((r <= 5).float().mean())}
     return _global_only_result(model, b, protocol, flat, {"all": len(b.images)}, batch_size, device,
-                               {"templates": list(b.templates)}, t0, t1, out, show)
+                               {"templates": list(b.templates)}, t0, t1, out, show, weights_id(backend))
 
 
 def evaluate_retrieval(model: str, b: RetrievalSet, protocol: str, out: str | None, batch_size: int,
@@ -163,13 +164,14 @@ def evaluate_retrieval(model: str, b: RetrievalSet, protocol: str, out: str | No
     txt = encode_texts(backend, b.texts, progress=progress)
     flat = {f"all/retrieval/{k}": v for k, v in recall(img @ txt.T, b.image_texts).items()}
     return _global_only_result(model, b, protocol, flat, {"all/retrieval": len(b.images)}, batch_size, device,
-                               {}, t0, t1, out, show)
+                               {}, t0, t1, out, show, weights_id(backend))
 
 
 def _global_only_result(model: str, b, protocol: str, flat: dict, counts: dict, batch_size: int, device: str,
-                        options: dict, t0: float, t1: float, out: str | None, show: bool) -> dict:
+                        options: dict, t0: float, t1: float, out: str | None, show: bool,
+                        model_id: str) -> dict:
     """The results dict (and file) of a retrieval or classification set: no per-item file, no ties."""
-    res = {"model": model, "protocol": protocol, "benchmark": {"name": b.name, "spec": b.spec, **b.info},
+    res = {"model": model, "model_id": model_id, "protocol": protocol, "benchmark": {"name": b.name, "spec": b.spec, **b.info},
            "metrics": flat, "ties": {}, "counts": counts, "n_items": len(b.images),
            "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol, "options": options},
            "timings": {"load_s": t1 - t0, "score_s": time.perf_counter() - t1},

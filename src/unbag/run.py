@@ -20,7 +20,7 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     SGI-geometry = { protocol = "sgi", relations = "geometry" }   # a protocol with options
 
 Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
-cells made with the same model spec, protocol and options (as recorded), so an interrupted run
+cells made with the same model spec and weights, protocol and options (as recorded), so an interrupted run
 continues where it stopped and a cell whose setup changed runs again. Retrieval sets are scored with the
 global protocol only (other protocols score candidate pairs); those cells are skipped, as are
 zero-shot classification cells for protocols other than global.
@@ -107,7 +107,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     retrieval = ("ctrl-retrieval", "karpathy", "imagefolder")
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
              if not (plan["benchmarks"][b].startswith(retrieval) and protocols[p] != ("global", {}))]
-    results, loaded = [], {}
+    results, loaded, ids = [], {}, {}
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
     with Progress(*cols, disable=not progress) as bar:
@@ -118,7 +118,11 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             protocol, options = protocols[p]
             protocol = shipped_head(protocol, model_specs[m])
             res = json.loads(dest.read_text()) if dest.is_file() else None
-            if res is None or not _same_setup(res, model_specs[m], protocol, options):
+            if res is not None and model_specs[m] not in ids:  # which weights the spec means now
+                from .models import load
+                from .models.base import weights_id
+                ids[model_specs[m]] = weights_id(load(model_specs[m], device=device))
+            if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options):
                 spec = plan["benchmarks"][b]
                 if spec not in loaded:  # generate/read each benchmark once per run
                     loaded.clear()
@@ -133,13 +137,15 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     return results
 
 
-def _same_setup(res: dict, model: str, protocol: str, options: dict) -> bool:
-    """Whether a finished cell was made by this model spec and protocol with the options it would
-    record now (a changed default, e.g. of SGI, makes the cell run again instead of being reused)."""
+def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict) -> bool:
+    """Whether a finished cell was made by this model spec, with the same weights, and protocol with
+    the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
+    the cell run again instead of being reused)."""
     from .scoring import build
 
     recorded = json.loads(json.dumps(build(protocol, options)[1]))  # tuples -> lists, as stored
-    return (res.get("model") == model and res.get("config", {}).get("protocol") == protocol
+    return (res.get("model") == model and res.get("model_id") == model_id
+            and res.get("config", {}).get("protocol") == protocol
             and res.get("config", {}).get("options") == recorded)
 
 

@@ -64,3 +64,62 @@ def test_twins_do_not_disturb_the_sample_stream():
     assert [stream.sample(3, k).caption for k in range(20)] == before
     t1, t2 = stream.twin(3, 5), stream.twin(3, 5)
     assert (t1 is None and t2 is None) or (t1.caption == t2.caption and (t1.image == t2.image).all())
+
+
+def test_finetuning_is_the_default_stream():
+    for k in range(30):
+        a, b = stream.sample(5, k, px=16), stream.sample(5, k, px=16, dist="finetuning")
+        assert a.caption == b.caption and (a.image == b.image).all()
+
+
+def test_pretraining_renders_and_names_every_held_out_combination():
+    seen = set()
+    named = 0
+    for k in range(1500):
+        s = stream.sample(0, k, px=16, dist="pretraining")
+        seen |= set(s.scene.held_out())
+        named += any(_names_held_out(seg["text"]) for seg in s.segments if seg["kind"] != "relation")
+    every = {f"{v} {shape}" for pairs in HELD_OUT.values() for v, shape in pairs}
+    assert seen == every
+    assert named > 300
+
+
+def test_pretraining_captions_name_only_some_attributes_sometimes():
+    from unbag.world import captions as cap
+    from unbag.world.scene import COLORS, MATERIALS, SIZES
+
+    partial = 0
+    values = {"size": set(SIZES), "color": set(COLORS), "material": set(MATERIALS)}
+    for k in range(400):
+        s = stream.sample(1, k, px=16, dist="pretraining")
+        plain = stream.sample(1, k, px=16, dist="pretraining-plain")
+        assert s.scene.objects == plain.scene.objects  # same scenes, other captions
+        assert set(plain.form.named) == set(cap.NAMED)
+        partial += s.form.named != cap.NAMED
+        for seg in s.segments:
+            if seg["kind"] == "relation":
+                continue
+            words = seg["text"].split()
+            o = s.scene.objects[seg["objects"][0]]
+            for attr in cap.NAMED:  # named attributes are the object's; the others are absent
+                said = values[attr] & set(words)
+                assert said == ({getattr(o, attr)} if attr in s.form.named else set())
+    assert 0.2 * 400 < partial < 0.4 * 400  # 30% of captions
+
+
+def test_pretraining_twins_may_use_held_out_combinations():
+    twins = [stream.twin(2, k, px=16, dist="pretraining") for k in range(300)]
+    assert any(t is not None and t.scene.held_out() for t in twins)
+
+
+def test_unknown_distribution_is_a_clear_error():
+    import pytest
+
+    from unbag.errors import UnbagError
+    from unbag.train.data import source_kind
+
+    with pytest.raises(ValueError, match="unknown world distribution 'web'"):
+        stream.sample(0, 0, dist="web")
+    assert source_kind("world:pretraining") == "world"
+    with pytest.raises(UnbagError, match="world:pretraining"):
+        source_kind("world:web")

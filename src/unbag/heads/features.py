@@ -13,7 +13,6 @@ binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their t
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch.nn.functional as F
 from rich.progress import track
 
 from ..errors import UnbagError
-from ..models.base import Backend
+from ..models.base import Backend, weights_id
 from ..sgi.segments import from_grammar
 from ..utils import atomic_dir
 
@@ -34,13 +33,7 @@ MAX_REGIONS = 16  # single regions come first, so a crowded image loses unions, 
 FORMAT = "unbag-features"
 
 
-def backbone_id(backend: Backend) -> str:
-    """Hash of the backbone's weights: a cache (and a head) belongs to exactly one backbone."""
-    h = hashlib.sha1()
-    for k, v in sorted(backend.model.state_dict().items()):
-        h.update(k.encode())
-        h.update(v.detach().float().cpu().numpy().tobytes())
-    return h.hexdigest()
+backbone_id = weights_id  # a cache (and a head) belongs to exactly one backbone
 
 
 def _l2(t: torch.Tensor) -> torch.Tensor:

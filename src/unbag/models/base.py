@@ -1,6 +1,7 @@
 """The backend contract every model implements: global and joint-space token features."""
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -98,3 +99,12 @@ def resize_crop(image: Image.Image, px: int) -> Image.Image:
     w, h = image.size
     left, top = (w - px) // 2, (h - px) // 2
     return image.crop((left, top, left + px, top + px))
+
+
+def weights_id(backend: "Backend") -> str:
+    """SHA-1 of a backend's weights: which weights made a result, a feature cache or a head."""
+    h = hashlib.sha1()
+    for k, v in sorted(backend.model.state_dict().items()):
+        h.update(k.encode())
+        h.update(v.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()

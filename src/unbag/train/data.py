@@ -1,7 +1,11 @@
 """Training data: sources of (image, captions) records and the batches each method needs.
 
 Data specs:
-  world                     the ctrl training stream; binding-swap twins are its hard negatives
+  world[:DIST]              a ctrl training stream; binding-swap twins are its hard negatives.
+                            DIST: finetuning (the default: held-out combinations never shown),
+                            pretraining (every combination, web-like captions; what the built-in
+                            model learns from) or pretraining-plain (every combination, the
+                            fine-tuning captions)
   csv:PATH or PATH.csv      CLIC's layout: image path, caption, further sentences in later columns
   jsonl:PATH or PATH.jsonl  {"image": PATH, "caption": TEXT} or {"image": PATH, "captions": [TEXT, ...]}
   wds:URLS                  webdataset shards (brace patterns allowed): {key}.jpg|png + {key}.txt|json
@@ -73,18 +77,18 @@ def concat_pair(a: np.ndarray | Image.Image, b: np.ndarray | Image.Image, px: in
 
 # -- sources -----------------------------------------------------------------------------------
 class WorldSource:
-    """The ctrl stream: sample k, its further descriptions (other caption forms) and its twin."""
+    """A ctrl stream: sample k, its further descriptions (other caption forms) and its twin."""
 
-    def __init__(self, seed: int, px: int):
-        self.seed, self.px = seed, px
+    def __init__(self, seed: int, px: int, dist: str = stream.DEFAULT):
+        self.seed, self.px, self.dist = seed, px, stream.distribution(dist)
 
     def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
-        s = stream.sample(self.seed, k, self.px)
+        s = stream.sample(self.seed, k, self.px, self.dist)
         caps = [s.caption]
         if extra:
             rng = np.random.default_rng([self.seed, 10, k])
             caps += [cap.describe(s.scene.objects, rng)[0] for _ in range(extra)]
-        t = stream.twin(self.seed, k, self.px, s) if twins else None
+        t = stream.twin(self.seed, k, self.px, s, self.dist) if twins else None
         negs = None
         if typed:
             rng = np.random.default_rng([self.seed, 13, k])
@@ -92,7 +96,7 @@ class WorldSource:
         return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs)
 
     def partner(self, k: int, rng: np.random.Generator, extra: int) -> Record:
-        # an independent scene from the same (held-out-free) stream, far from the training indices
+        # an independent scene from the same stream, far from the training indices
         return self.record(2**40 + int(rng.integers(2**40)), extra=extra)
 
 
@@ -258,7 +262,7 @@ class TrainBatches(IterableDataset):
     def _source(self):
         kind = source_kind(self.data)
         if kind == "world":
-            return WorldSource(self.seed, self.px)
+            return WorldSource(self.seed, self.px, world_distribution(self.data))
         if kind == "degla":
             return DeGLASource(self.data[len("degla:"):], self.seed)
         return FileSource.from_spec(self.data, self.seed)
@@ -344,8 +348,19 @@ class TrainBatches(IterableDataset):
         return out
 
 
+def world_distribution(data: str) -> str:
+    """The distribution a world spec names: world (= world:finetuning), world:pretraining, ..."""
+    _, _, name = data.partition(":")
+    name = name or stream.DEFAULT
+    if name not in stream.DISTRIBUTIONS:
+        raise UnbagError(f"unknown world distribution in {data!r}; use "
+                         + ", ".join(f"world:{d}" for d in stream.DISTRIBUTIONS))
+    return name
+
+
 def source_kind(data: str) -> str:
-    if data in ("world", "ctrl"):
+    if data in ("world", "ctrl") or data.startswith("world:"):
+        world_distribution(data)
         return "world"
     if data.startswith("wds:"):
         return "wds"

@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -52,6 +53,7 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
+    select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -181,6 +183,24 @@ class Trainer:
         self.step = int(state["step"])
         return True
 
+    # -- checkpoint selection ----------------------------------------------------------------
+    @property
+    def best_dir(self) -> Path:
+        return self.out / "best"
+
+    def _validate(self, log) -> None:
+        """Score this step's weights on the validation split; keep them if they beat the best."""
+        from .select import validate
+        score = validate(self.backend, self.val_set)
+        if self.best is None or score > self.best["val"]:  # strict: the earliest best is kept
+            self.best = {"step": self.step, "val": score, "select": self.cfg.select}
+            with atomic_dir(self.best_dir) as tmp:
+                save_file(_state(self.model), str(tmp / "model.safetensors"))
+                write_json(tmp / "best.json", self.best)
+        log.write(json.dumps({"step": self.step - 1, "val_group": score,
+                              "best_step": self.best["step"] - 1}) + "\n")
+        log.flush()
+
     # -- the loop ----------------------------------------------------------------------------
     def _loss(self, batch: dict) -> tuple[torch.Tensor, dict]:
         return self.objective(self.backend, batch)
@@ -242,11 +262,18 @@ class Trainer:
             raise UnbagError(f"{self.out}: holds a checkpoint already; pass --resume or another --out")
         elif lead:
             log_path.unlink(missing_ok=True)
+            shutil.rmtree(self.best_dir, ignore_errors=True)
         dist.barrier()
         if lead:
             write_json(self.out / "config.json", {"config": asdict(cfg), "versions": versions(),
                                                   "processes": self.world, "precision": self.precision,
                                                   "parameters": self.frozen})
+        self.best, self.val_set = None, None
+        if cfg.select and lead:
+            from .select import validation_set
+            self.val_set = validation_set(cfg.select, self.backend.image_size[0])
+            if resume and (self.best_dir / "best.json").is_file():
+                self.best = json.loads((self.best_dir / "best.json").read_text())
         self.model.train()
         obj = self.objective
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
@@ -275,12 +302,18 @@ class Trainer:
                     t_last, n_last = time.perf_counter(), 0
                 bar.update(task, completed=self.step)
                 if self.step % cfg.ckpt_every == 0 or self.step == cfg.steps:
+                    if self.val_set is not None:
+                        self._validate(log)
                     self.save_checkpoint()
         self.model.eval()
         from ..models.openclip import save_local_dir
         out = self.out / "model"
         if lead:
             meta = {"trained_by": "unbag train", "config": asdict(cfg)}
+            if self.best is not None:  # export the selected checkpoint, and say which it was
+                self.model.load_state_dict(load_file(str(self.best_dir / "model.safetensors"),
+                                                     device=str(self.backend.device)))
+                meta["selected"] = self.best
             save_local_dir(self.backend, out, extra=meta)
             if self.ema is not None:
                 teacher = copy.copy(self.backend)

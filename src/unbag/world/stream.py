@@ -1,7 +1,16 @@
-"""The training stream: random scenes with no held-out combination, rendered on the fly.
+"""The training streams: random scenes rendered on the fly, from one of two distributions.
 
-Sample k of a stream depends only on (seed, k), so a resumed run sees exactly the data an
-uninterrupted run would, and ranks/workers can split the index range without coordination.
+- `pretraining` (the stand-in for web data): every attribute-object combination may be rendered
+  and named, and captions are as varied as web captions are (some name only some attributes,
+  more templates). The built-in model learns from it.
+- `finetuning` (the stand-in for COCO): held-out combinations are never rendered or named; every
+  method and every head trains on it, so ctrl's OOD split is out of *their* distribution.
+
+Pretraining on `finetuning` too (the held-out combinations out of every training set) asks a
+harder question: does the representation itself generalize to unseen combinations (docs/sgi.md)?
+
+Sample k of a stream depends only on (seed, k, distribution), so a resumed run sees exactly the
+data an uninterrupted run would, and ranks/workers can split the index range without coordination.
 """
 from __future__ import annotations
 
@@ -12,6 +21,34 @@ import numpy as np
 from . import captions as cap
 from .render import render
 from .scene import ATTRIBUTES, SHAPES, Obj, Scene, _fits, place, random_attrs
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A training distribution of the world."""
+    name: str
+    held_out: bool  # whether held-out combinations may be rendered and named
+    partial: float = 0.0  # share of captions that name only some attributes (web-like)
+    templates: tuple[str, ...] = cap.TEMPLATES
+
+
+DISTRIBUTIONS = {
+    "pretraining": Distribution("pretraining", held_out=True, partial=0.3,
+                                templates=cap.TEMPLATES + cap.WEB_TEMPLATES),
+    # the same scenes with the fine-tuning captions: the measured alternative (docs/sgi.md)
+    "pretraining-plain": Distribution("pretraining-plain", held_out=True),
+    "finetuning": Distribution("finetuning", held_out=False),
+}
+DEFAULT = "finetuning"
+
+
+def distribution(name: str | Distribution) -> Distribution:
+    """The named distribution; a clear error for an unknown name."""
+    if isinstance(name, Distribution):
+        return name
+    if name not in DISTRIBUTIONS:
+        raise ValueError(f"unknown world distribution {name!r}; expected one of {sorted(DISTRIBUTIONS)}")
+    return DISTRIBUTIONS[name]
 
 
 @dataclass
@@ -33,31 +70,34 @@ class Twin:
     category: str  # color | size | material | count | relation
 
 
-def training_scene(rng: np.random.Generator) -> Scene:
+def training_scene(rng: np.random.Generator, held_out: bool = False) -> Scene:
     """A random scene: 30% one object (what SGI's object regions look like), 20% one or two groups
     of identical objects (counts), 50% two to four random objects."""
     while True:
         r = rng.random()
         if r < 0.3:
-            objs = [random_attrs(rng, allow_held_out=False)]
+            objs = [random_attrs(rng, allow_held_out=held_out)]
         elif r < 0.5:
             shapes = rng.choice(SHAPES, size=2, replace=False)
             n1 = int(rng.integers(1, 5))
             n2 = int(rng.integers(0, 5 - n1))
-            protos = [random_attrs(rng, allow_held_out=False, shape=str(s)) for s in shapes]
+            protos = [random_attrs(rng, allow_held_out=held_out, shape=str(s)) for s in shapes]
             objs = [protos[0]] * n1 + [protos[1]] * n2
         else:
-            objs = [random_attrs(rng, allow_held_out=False) for _ in range(int(rng.integers(2, 5)))]
+            objs = [random_attrs(rng, allow_held_out=held_out) for _ in range(int(rng.integers(2, 5)))]
         placed = place(rng, objs)
         if placed is not None:
             return Scene(placed, int(rng.integers(2**31)))
 
 
-def sample(seed: int, index: int, px: int = 64) -> Sample:
-    """Training sample `index` of the stream with this seed."""
+def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = DEFAULT) -> Sample:
+    """Training sample `index` of the stream with this seed, from distribution `dist`."""
+    d = distribution(dist)
     rng = np.random.default_rng([seed, 7, index])  # 7: keeps the stream apart from test items
-    scene = training_scene(rng)
-    form = cap.choose_form(scene.objects, rng)
+    scene = training_scene(rng, d.held_out)
+    form = cap.choose_form(scene.objects, rng, d.templates)
+    if d.partial:  # its own generator: the scene and form draws stay those of the plain stream
+        form = cap.partial_form(form, np.random.default_rng([seed, 11, index]), d.partial)
     text, segs = cap.apply(form, scene.objects)
     return Sample(render(scene, px), text, segs, scene, form)
 
@@ -87,10 +127,13 @@ def _swaps(objs: list[Obj], form: cap.Form):
                     yield attr, out, form
 
 
-def twin(seed: int, index: int, px: int = 64, s: Sample | None = None) -> Twin | None:
+def twin(seed: int, index: int, px: int = 64, s: Sample | None = None,
+         dist: str | Distribution = DEFAULT) -> Twin | None:
     """A binding-swap twin of sample `index` (its own random stream), or None when the scene has
-    no swap that stays free of held-out combinations and overlaps."""
-    s = s or sample(seed, index, px)
+    no swap that stays inside the distribution (held-out combinations, overlaps) and changes the
+    caption."""
+    d = distribution(dist)
+    s = s or sample(seed, index, px, d)
     rng = np.random.default_rng([seed, 8, index])  # 8: twins never disturb the sample stream
     options = list(_swaps(s.scene.objects, s.form))
     for k in rng.permutation(len(options)):
@@ -102,7 +145,7 @@ def twin(seed: int, index: int, px: int = 64, s: Sample | None = None) -> Twin |
             objs = placed
         elif category == "size" and not all(_fits(o, objs[:n]) for n, o in enumerate(objs)):
             continue
-        if any(o.held_out() for o in objs):
+        if not d.held_out and any(o.held_out() for o in objs):
             continue
         text, segs = cap.apply(form, objs)
         if text == s.caption:

@@ -1,0 +1,57 @@
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+from unbag.errors import UnbagError
+from unbag.train import select
+from unbag.train.engine import TrainConfig, Trainer
+
+
+def test_validation_split_is_in_distribution_and_not_the_test():
+    bench = select.validation_set("ctrl-id:3", 32)
+    assert len(bench.items) == 3 * 5 and bench.image_size == 32
+    assert all(it.group["split"] == "id" and not it.meta["held_out"] for it in bench.items)
+    from unbag.benchmarks.ctrl import generated
+    test = {tuple(it.captions) for it in generated(seed=0, per_category=3, px=32).items}
+    assert not test & {tuple(it.captions) for it in bench.items}
+
+
+@pytest.mark.parametrize("spec", ["ctrl", "ctrl-id:x", "ctrl-id:0", "coco"])
+def test_bad_select_spec_is_a_clear_error(spec):
+    with pytest.raises(UnbagError, match="--select"):
+        select.parse(spec)
+
+
+def test_the_best_validated_checkpoint_is_exported(tmp_path, monkeypatch):
+    scripted = iter([0.2, 0.5, 0.5, 0.3])  # steps 2, 4, 6, 8: the first 0.5 (step 4) wins
+    seen = []
+
+    def fake(backend, bench):
+        seen.append(len(bench.items))
+        return next(scripted)
+
+    monkeypatch.setattr(select, "validate", fake)
+    cfg = TrainConfig(steps=8, batch_size=8, lr=2e-3, warmup=2, workers=0, ckpt_every=2, log_every=1,
+                      seed=5, select="ctrl-id:1")
+    out = tmp_path / "run"
+    Trainer(cfg, out).fit(progress=False)
+    assert seen == [5] * 4
+    best = json.loads((out / "best" / "best.json").read_text())
+    assert best["step"] == 4 and best["val"] == 0.5
+    val = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines() if "val_group" in x]
+    assert [v["val_group"] for v in val] == [0.2, 0.5, 0.5, 0.3]
+    assert [v["best_step"] for v in val] == [1, 3, 3, 3]
+    exported = load_file(str(out / "model" / "open_clip_model.safetensors"))
+    at_best = load_file(str(out / "best" / "model.safetensors"))
+    last = load_file(str(out / "ckpt" / "model.safetensors"))
+    assert all((exported[k] == at_best[k]).all() for k in at_best)
+    assert any((exported[k] != last[k]).any() for k in last)
+    meta = json.loads((out / "model" / "open_clip_config.json").read_text())
+    assert meta["unbag"]["selected"]["step"] == 4
+
+
+def test_validate_scores_a_real_model():
+    from unbag import models
+    score = select.validate(models.load("builtin"), select.validation_set("ctrl-id:4", 64))
+    assert 0.0 <= score <= 1.0
