@@ -8,7 +8,8 @@ from .errors import UnbagError
 
 
 def _train(a: argparse.Namespace) -> None:
-    if a.method in ("tflocal", "tfglobal", "tfregions"):
+    from .heads.train import HEADS
+    if a.method in HEADS:
         return _train_head(a)
     from .train.engine import TrainConfig, Trainer
 
@@ -193,11 +194,12 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | degla | tflocal | tfglobal | tfregions")
+    t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | degla | tflocal | tflocal-li | "
+                   "tfglobal | tfregions")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-plain] | "
                    "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
-                   "for tflocal/tfglobal/tfregions")
+                   "for the heads")
     t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=64, help="heads: transformer width")
     t.add_argument("--layers", type=int, default=1, help="heads: layers")

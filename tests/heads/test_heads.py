@@ -10,6 +10,7 @@ from unbag.heads.common import HeadConfig, head_inputs, match_loss
 from unbag.heads.features import FeatureCache, extract_world
 from unbag.heads.tfglobal import TFGlobal
 from unbag.heads.tflocal import TFLocal
+from unbag.heads.tflocal_li import TFLocalLI
 from unbag.heads.tfregions import TFRegions
 from unbag.heads.train import HeadTrainConfig, _fields, load_head, step_loss, train_head
 
@@ -50,7 +51,7 @@ def test_cache_of_another_backbone_is_refused(cache):
         FeatureCache(cache, other)
 
 
-@pytest.mark.parametrize("cls", [TFLocal, TFGlobal, TFRegions])
+@pytest.mark.parametrize("cls", [TFLocal, TFLocalLI, TFGlobal, TFRegions])
 def test_head_shapes_and_padding_is_ignored(cls):
     torch.manual_seed(0)
     head = cls(HeadConfig(dim=8, width=16, patches=4)).eval()
@@ -76,10 +77,10 @@ def builtin_cache(tmp_path_factory):
     return extract_world(models.load("builtin"), tmp_path_factory.mktemp("fb") / "cache", n=200, progress=False)
 
 
-@pytest.mark.parametrize("kind", ["tflocal", "tfglobal", "tfregions"])
+@pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tfglobal", "tfregions"])
 def test_a_few_steps_beat_chance_on_the_training_set(kind, builtin_cache, tmp_path):
     cache = builtin_cache
-    lr = 3e-4 if kind == "tfregions" else 3e-3  # tfregions starts as SGI and is trained gently
+    lr = 3e-4 if kind in ("tfregions", "tflocal-li") else 3e-3  # these start aligned: trained gently
     out = train_head(cache, HeadTrainConfig(head=HeadConfig(kind=kind), steps=150, batch_size=16, lr=lr,
                                             warmup=10), tmp_path / "h", progress=False)
     head, rec = load_head(out)
@@ -184,3 +185,50 @@ def test_region_head_matches_object_phrases_to_single_regions_only():
         three = head(None, regions, text, mask, size, torch.tensor([[3]]))  # no such union: any region
     assert any_region.item() == pytest.approx(50.0) and pair.item() == pytest.approx(50.0)
     assert single.item() == pytest.approx(50.0 * 0.8) and three.item() == pytest.approx(50.0)
+
+
+def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(builtin_cache, tmp_path, tiny_bench):
+    """TFLocal-LI starts with a zero correction: its scores are the frozen late-interaction score
+    (each phrase's best patch cosine, averaged; recomputed here from the encoder directly) times
+    the initial temperature, item by item."""
+    import torch.nn.functional as F
+
+    from unbag import benchmarks
+    from unbag.heads.protocol import score_head
+    from unbag.scoring.encode import pixels_of
+    from unbag.sgi.protocol import SGIConfig, caption_segments
+
+    out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tflocal-li"), steps=0), tmp_path / "h",
+                     progress=False)
+    bench = benchmarks.load(f"ctrl:{tiny_bench}")
+    backend = models.load("builtin")
+    got = score_head(backend, bench, path=str(out))
+    segs = caption_segments(bench, SGIConfig())
+    want = torch.zeros_like(got)
+    k = 0
+    with torch.no_grad():
+        for n, it in enumerate(bench.items):
+            px = pixels_of(backend, it.images, [it.id] * len(it.images), bench.image_size)
+            patches = F.normalize(backend.encode_images(px, tokens=True).patches, dim=-1)
+            for j in range(len(it.captions)):
+                phr = F.normalize(backend.encode_texts(backend.tokenize([p.text for p in segs[k + j]])).embeds, dim=-1)
+                for i in range(len(it.images)):
+                    want[n, i, j] = 50.0 * (phr @ patches[i].T).amax(1).mean()
+            k += len(it.captions)
+    assert torch.allclose(got, want, atol=2e-2)  # the cache and head read fp16 features
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.95
+
+
+def test_late_interaction_correction_can_change_the_ranking():
+    torch.manual_seed(0)
+    head = TFLocalLI(HeadConfig(kind="tflocal-li", dim=8, width=8, heads=2, patches=4)).eval()
+    p = F_normalize(torch.randn(2, 4, 8))
+    t, m = F_normalize(torch.randn(2, 3, 8)), torch.ones(2, 3, dtype=torch.bool)
+    assert torch.allclose(head(None, p, t, m), 50.0 * head.start(p, t, m), atol=1e-5)
+    with torch.no_grad():
+        head.img_proj[-1].bias.fill_(1.0)
+    assert not torch.allclose(head(None, p, t, m), 50.0 * head.start(p, t, m), atol=1e-3)
+
+
+def F_normalize(x):
+    return torch.nn.functional.normalize(x, dim=-1)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 @dataclass
 class HeadConfig:
     """Architecture of an alignment head (saved with its checkpoint)."""
-    kind: str = "tflocal"  # tflocal | tfglobal | tfregions
+    kind: str = "tflocal"  # tflocal | tflocal-li | tfglobal | tfregions
     text: str = "phrases"  # phrases (each phrase encoded alone) | tokens (the whole caption's tokens)
     dim: int = 64  # joint-space width of the frozen backbone
     width: int = 64
@@ -60,7 +60,7 @@ def image_fields(cfg: HeadConfig) -> list[str]:
     """Cache fields a head reads for images."""
     if cfg.kind == "tfregions":
         return ["img_global", "img_regions", "reg_size"]
-    if cfg.kind == "tflocal":
+    if cfg.kind in ("tflocal", "tflocal-li"):
         return ["img_global", "img_patches"] + (["img_patches_early"] if cfg.early else [])
     return ["img_global"]
 

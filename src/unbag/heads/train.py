@@ -19,9 +19,10 @@ from .common import HeadConfig, head_inputs, image_fields, match_loss, text_fiel
 from .features import FeatureCache
 from .tfglobal import TFGlobal
 from .tflocal import TFLocal
+from .tflocal_li import TFLocalLI
 from .tfregions import TFRegions
 
-HEADS = {"tflocal": TFLocal, "tfglobal": TFGlobal, "tfregions": TFRegions}
+HEADS = {"tflocal": TFLocal, "tflocal-li": TFLocalLI, "tfglobal": TFGlobal, "tfregions": TFRegions}
 
 
 @dataclass
