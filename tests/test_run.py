@@ -92,5 +92,16 @@ def test_shipped_heads_resolve_per_model():
         shipped_head("head:builtin:tflocal", "open_clip:ViT-B-32")
     assert shipped_head("head:builtin:tfregions", "builtin").endswith("tfregions/pretrained")
     assert shipped_head("head:builtin:tfregions", "builtin:ft").endswith("tfregions/ft")
-    with pytest.raises(UnbagError, match="no shipped tfregions head for builtin:negclip"):
-        shipped_head("head:builtin:tfregions", "builtin:negclip")
+    with pytest.raises(UnbagError, match="no shipped nosuch head for builtin:negclip"):
+        shipped_head("head:builtin:nosuch", "builtin:negclip")
+
+
+def test_unbag_eval_resolves_shipped_heads_as_plans_do(tiny_bench, tmp_path):
+    from unbag.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["eval", "--model", "builtin:ft", "--bench", f"ctrl:{tiny_bench}", "--protocol",
+                 "head:builtin:tfglobal", "--out", str(out), "--quiet"]) == 0
+    res = json.loads(out.read_text())
+    assert res["protocol"] == shipped_head("head:builtin:tfglobal", "builtin:ft")
+    assert res["config"]["options"]["backbone"] == "builtin:ft"

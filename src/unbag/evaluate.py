@@ -77,6 +77,8 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
         return evaluate_retrieval(model, b, protocol, out, batch_size, device, progress, show, t0)
     if isinstance(b, ClassificationSet):
         return evaluate_classification(model, b, protocol, out, batch_size, device, progress, show, t0)
+    from .heads.shipped import shipped_head
+    protocol = shipped_head(protocol, model)
     score_fn, recorded = scoring.build(protocol, options)
     from .train import dist
     rank, world, device = dist.init(str(device))

@@ -42,10 +42,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import benchmarks
 from .errors import UnbagError
+from .heads.shipped import shipped_head
 from .utils import atomic_write, write_json
-
-HEADS_DIR = Path(__file__).resolve().parent / "weights" / "heads"
-
 
 def read_plan(path: str | Path) -> dict:
     """Parse and check a plan file; errors name the file and the field."""
@@ -70,24 +68,6 @@ def read_plan(path: str | Path) -> dict:
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
     return plan
-
-
-def shipped_head(protocol: str, model_spec: str) -> str:
-    """'head:builtin:KIND' -> 'head:DIR' of the head shipped for this cell's built-in model."""
-    if not protocol.startswith("head:builtin:"):
-        return protocol
-    kind = protocol[len("head:builtin:"):]
-    if model_spec == "builtin":
-        name = "pretrained"
-    elif model_spec.startswith("builtin:"):
-        name = model_spec[len("builtin:"):]
-    else:
-        raise UnbagError(f"protocol {protocol}: shipped heads exist only for built-in models, not {model_spec!r}; "
-                         "train a head (unbag features + unbag train --method tflocal) and use head:DIR")
-    d = HEADS_DIR / kind / name
-    if not (d / "head.json").is_file():
-        raise UnbagError(f"protocol {protocol}: no shipped {kind} head for {model_spec} at {d}")
-    return f"head:{d}"
 
 
 def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
