@@ -197,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | degla | tflocal | tflocal-li | "
                    "tfglobal | tfregions")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
-    t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-plain] | "
+    t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
                    "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
                    "for the heads")
     t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")

@@ -76,3 +76,14 @@ def test_schedule_warms_up_then_decays_to_min():
     f = lr_lambda(TrainConfig(steps=100, warmup=10, lr=1.0, min_lr=0.1))
     assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
     assert f(10) == pytest.approx(1.0) and f(55) == pytest.approx(0.55) and f(100) == pytest.approx(0.1)
+
+
+def test_resume_accepts_a_checkpoint_from_before_a_new_option(tmp_path):
+    # a run begun by an older unbag has no entry for an option added since: it had the default
+    Trainer(_cfg(steps=3), tmp_path).fit(progress=False)
+    saved = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    del saved["select"]
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(saved))
+    Trainer(_cfg(steps=3), tmp_path).fit(resume=True, progress=False)
+    with pytest.raises(UnbagError, match="select"):
+        Trainer(_cfg(steps=3, select="ctrl-id:1"), tmp_path).fit(resume=True, progress=False)

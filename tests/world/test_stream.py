@@ -84,15 +84,15 @@ def test_pretraining_renders_and_names_every_held_out_combination():
     assert named > 300
 
 
-def test_pretraining_captions_name_only_some_attributes_sometimes():
+def test_web_like_pretraining_captions_name_only_some_attributes_sometimes():
     from unbag.world import captions as cap
     from unbag.world.scene import COLORS, MATERIALS, SIZES
 
     partial = 0
     values = {"size": set(SIZES), "color": set(COLORS), "material": set(MATERIALS)}
     for k in range(400):
-        s = stream.sample(1, k, px=16, dist="pretraining")
-        plain = stream.sample(1, k, px=16, dist="pretraining-plain")
+        s = stream.sample(1, k, px=16, dist="pretraining-web")
+        plain = stream.sample(1, k, px=16, dist="pretraining")
         assert s.scene.objects == plain.scene.objects  # same scenes, other captions
         assert set(plain.form.named) == set(cap.NAMED)
         partial += s.form.named != cap.NAMED

@@ -3,9 +3,8 @@
 Data specs:
   world[:DIST]              a ctrl training stream; binding-swap twins are its hard negatives.
                             DIST: finetuning (the default: held-out combinations never shown),
-                            pretraining (every combination, web-like captions; what the built-in
-                            model learns from) or pretraining-plain (every combination, the
-                            fine-tuning captions)
+                            pretraining (every combination; what the built-in model learns
+                            from) or pretraining-web (every combination, web-like captions)
   csv:PATH or PATH.csv      CLIC's layout: image path, caption, further sentences in later columns
   jsonl:PATH or PATH.jsonl  {"image": PATH, "caption": TEXT} or {"image": PATH, "captions": [TEXT, ...]}
   wds:URLS                  webdataset shards (brace patterns allowed): {key}.jpg|png + {key}.txt|json

@@ -168,7 +168,9 @@ class Trainer:
             return False
         saved = json.loads((self.ckpt_dir / "config.json").read_text())
         mine = json.loads(json.dumps(asdict(self.cfg)))
-        diff = {k for k in mine if saved.get(k) != mine[k] and k not in ("workers", "threads", "device")}
+        # a field the saved config lacks (a run begun by an older unbag) had its default value
+        default = json.loads(json.dumps(asdict(TrainConfig())))
+        diff = {k for k in mine if saved.get(k, default[k]) != mine[k] and k not in ("workers", "threads", "device")}
         if diff:
             raise UnbagError(f"{self.ckpt_dir}/config.json: resume with a different config "
                              f"(fields {sorted(diff)}); use a new --out or the same options")
