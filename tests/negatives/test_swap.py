@@ -62,3 +62,29 @@ def test_swap_across_skips_words_both_sentences_share():
 def test_swap_across_falls_back_to_any_tokens():
     out = swap_across("hello", "wow", _rng(0))  # INTJ only: no common usable class
     assert set(out.rstrip(".").split(". ")) == {"wow", "hello"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_swap_across_fallback_swaps_words_not_punctuation(seed):
+    # identical captions share every class's words: the fallback swaps two different words
+    out = swap_across("A dog runs.", "A dog runs.", _rng(seed))
+    sentences = out.rstrip(".").split(". ")
+    assert len(sentences) == 2
+    for sent in sentences:
+        words = sent.split()
+        assert len(words) == 3 and set(words) <= {"A", "dog", "runs"}
+    assert sorted(sentences) != ["A dog runs", "A dog runs"]
+    # repeated words move every occurrence; commas stay where they were
+    out = swap_across("the dog, the dog and a cat.", "a man walks.", _rng(seed))
+    assert out.count(",") == 1 and ".." not in out and all(w.strip(",.") for w in out.split())
+
+
+def test_swap_across_gives_none_with_nothing_to_swap():
+    assert swap_across("dog.", "dog.", _rng(0)) is None
+
+
+def test_clic_negative_is_never_a_positive():
+    from unbag.train.data import Record, clic_texts
+
+    pos, neg = clic_texts(Record(None, ["dog."]), Record(None, ["dog."]), _rng(0))
+    assert neg not in pos

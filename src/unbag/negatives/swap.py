@@ -49,8 +49,9 @@ def swap_within(text: str, rng: np.random.Generator) -> str | None:
     return out if out != text else None
 
 
-def swap_across(c1: str, c2: str, rng: np.random.Generator) -> str:
-    """CLIC's cross-image negative: swap a same-class word between c1 and c2, join in random order."""
+def swap_across(c1: str, c2: str, rng: np.random.Generator) -> str | None:
+    """CLIC's cross-image negative: swap a same-class word between c1 and c2, join in random order
+    (None when the two captions have no two different words to swap)."""
     p1, p2 = by_pos(c1), by_pos(c2)
     common = []
     for pos in sorted((set(p1) & set(p2)) - EXCLUDED):
@@ -62,7 +63,12 @@ def swap_across(c1: str, c2: str, rng: np.random.Generator) -> str:
     if common:
         w1, w2 = common[int(rng.integers(len(common)))]
         a, b = _pick(rng, w1), _pick(rng, w2)
-    else:  # fallback of the released code: any token of each
-        a, b = _pick(rng, [w for w, _ in tag(c1)]), _pick(rng, [w for w, _ in tag(c2)])
+    else:  # fallback of the released code: a random token of each; here words only (a punctuation
+        # token matched everywhere and made garbage) and two different words (else it swaps nothing)
+        words = [list(dict.fromkeys(w for w, _ in tag(c) if re.search(r"\w", w))) for c in (c1, c2)]
+        pairs = [(x, y) for x in words[0] for y in words[1] if x.lower() != y.lower()]
+        if not pairs:
+            return None
+        a, b = _pick(rng, pairs)
     n1, n2 = replace_word(c1, a, b), replace_word(c2, b, a)
     return concat([n1, n2] if rng.random() < 0.5 else [n2, n1])

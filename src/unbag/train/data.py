@@ -240,7 +240,9 @@ def clic_texts(rec: Record, other: Record, rng: np.random.Generator) -> tuple[li
     pos = [concat([c1, c2]), concat([c2, c1])]
     for a, b in zip(e1, e2):
         pos.append(concat([a, b] if rng.random() < 0.5 else [b, a]))
-    return pos, swap_across(c1, c2, rng)
+    # two captions with no two different words (e.g. both "dog."): a swap inside their concatenation
+    # or, with nothing to swap at all, an empty caption (an easy negative, never a positive)
+    return pos, swap_across(c1, c2, rng) or swap_within(concat([c1, c2]), rng) or ""
 
 
 class TrainBatches(IterableDataset):
