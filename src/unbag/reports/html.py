@@ -104,8 +104,8 @@ def main_table(rows) -> tuple[list[str], list[list]]:
     body = []
     for (m, p), mets in rows.items():
         cells = [mets.get(k) for k in keys]
-        ood = [mets.get(f"ood/{c}/group") for c in CATEGORIES[:3]]
-        avg = None if None in ood else (sum(o[0] for o in ood) / 3, None, None)  # computed here
+        a = ood_average(mets)
+        avg = None if a is None else (a, None, None)  # computed here, no file to link
         cells += [avg, mets.get("all/retrieval/i2t/R@1"), mets.get("all/retrieval/t2i/R@1")]
         body.append([m, p, *cells])
     return head, body
@@ -139,22 +139,77 @@ def figures(rows, out: Path) -> list[tuple[str, str]]:
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
         made.append((name, f"{c}: ID vs OOD group score per model and protocol"))
-    fig, ax = plt.subplots(figsize=(5.5, 5))
+    # one colour per model, one marker per protocol: two small legends instead of one per series
+    from matplotlib.lines import Line2D
+    model_names = list(dict.fromkeys(m for m, _ in rows))
+    protocol_names = list(dict.fromkeys(p for _, p in rows))
+    colours = plt.get_cmap("tab10")
+    markers = "os^DvP*Xh<>p"
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
     for (m, p), mets in rows.items():
         pts = [(100 * mets[f"id/{c}/group"][0], 100 * mets[f"ood/{c}/group"][0]) for c in CATEGORIES[:3]
                if f"id/{c}/group" in mets and f"ood/{c}/group" in mets]
         if pts:
-            ax.scatter(*zip(*pts), label=f"{m} · {p}", s=22)
+            ax.scatter(*zip(*pts), s=28, color=colours(model_names.index(m) % 10),
+                       marker=markers[protocol_names.index(p) % len(markers)], alpha=0.85)
     ax.plot([0, 100], [0, 100], color="gray", lw=1, ls="--")
     ax.set_xlabel("ID group score %")
     ax.set_ylabel("OOD group score %")
     ax.set_title("ID vs OOD (color, size, material)")
-    ax.legend(fontsize=6, loc="upper left")
+    by_model = [Line2D([], [], ls="", marker="o", color=colours(k % 10), label=m) for k, m in enumerate(model_names)]
+    by_protocol = [Line2D([], [], ls="", color="gray", marker=markers[k % len(markers)], label=p)
+                   for k, p in enumerate(protocol_names)]
+    first = ax.legend(handles=by_model, title="model", fontsize=7, title_fontsize=7, loc="upper left")
+    ax.add_artist(first)
+    ax.legend(handles=by_protocol, title="protocol", fontsize=7, title_fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(out / "figures/id-vs-ood.png", dpi=110)
     plt.close(fig)
     made.append(("figures/id-vs-ood.png", "ID vs OOD group score: points below the diagonal lose out of distribution"))
     return made
+
+
+def ood_average(mets: dict) -> float | None:
+    """Mean OOD group score over color / size / material, when the row has all three."""
+    ood = [mets.get(f"ood/{c}/group") for c in CATEGORIES[:3]]
+    return None if None in ood else sum(o[0] for o in ood) / 3
+
+
+def headline(rows) -> list[str]:
+    """A few sentences on what the matrix shows, computed from its numbers."""
+    avg = {k: ood_average(m) for k, m in rows.items()}
+    avg = {k: v for k, v in avg.items() if v is not None}
+    if not avg:
+        return []
+    models = list(dict.fromkeys(m for m, _ in avg))
+    protocols = list(dict.fromkeys(p for _, p in avg))
+    out = []
+    (bm, bp), best = max(avg.items(), key=lambda kv: kv[1])
+    out.append(f"Best out-of-distribution binding: {bp} on {bm}, {100 * best:.1f}% group score on average "
+               "over color, size and material.")
+    spans = []
+    for p in protocols:
+        vals = [avg[(m, p)] for m in models if (m, p) in avg]
+        span = f"{100 * min(vals):.1f}" if len(vals) == 1 else f"{100 * min(vals):.1f}-{100 * max(vals):.1f}"
+        spans.append(f"{p} {span}")
+    out.append(f"OOD average by protocol across {len(models)} model{'s' if len(models) > 1 else ''}: "
+               + "; ".join(spans) + ".")
+    if len(models) > 1 and "global" in protocols and (models[0], "global") in avg:
+        base = rows[(models[0], "global")]
+
+        def mean(mets, split):
+            vals = [mets.get(f"{split}/{c}/group") for c in CATEGORIES[:3]]
+            return None if None in vals else sum(v[0] for v in vals) / 3
+        moves = []
+        for m in models[1:]:
+            mets = rows.get((m, "global"), {})
+            di, do = mean(mets, "id"), mean(mets, "ood")
+            if di is not None and do is not None and mean(base, "id") is not None:
+                moves.append(f"{m} {100 * (di - mean(base, 'id')):+.1f} ID / {100 * (do - mean(base, 'ood')):+.1f} OOD")
+        if moves:
+            out.append(f"Under global cosine, against {models[0]} (points, mean over color/size/material): "
+                       + "; ".join(moves) + ".")
+    return out
 
 
 def explanations(out: Path, model: str, items: list[str], seed: int) -> list[tuple[str, str]]:
@@ -185,6 +240,7 @@ img {{ max-width: 100%; height: auto; }}
 </style></head>
 <body data-images-ok="unknown">
 <h1>{title}</h1>
+{headline}
 <p class="note">{note}</p>
 <h2>Group score by category (%, ID / OOD) and general ability</h2>
 {table}
@@ -242,9 +298,13 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
         files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '
                         f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
                         f"{html.escape(str(r.res['benchmark'].get('spec')))})</li>" for r in results)
-        (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), note=note, table="\n".join(t),
+        said = headline(rows)
+        head_html = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in said) + "</ul>" if said else ""
+        (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), headline=head_html, note=note,
+                                                    table="\n".join(t),
                                                     figures=fig_html, explain=expl_html, files=files))
-        md = [f"# {title}", "", note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        md = [f"# {title}", ""] + [f"- {x}" for x in said] + ["", note, "", "| " + " | ".join(head) + " |",
+                                                              "|" + "---|" * len(head)]
         for row in body:
             cells = [row[0], str(row[1])] + [f"{100 * e[0]:.1f}" if e is not None and e[1] is None else _cell_md(e)
                                              for e in row[2:]]

@@ -19,11 +19,24 @@ PALETTE = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30
 PANEL = 256
 
 
+def _wrap(text: str, font, px: int) -> list[str]:
+    """Lines of whole words no wider than px in this font (a longer single word gets its own line)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and font.getlength(lines[-1] + " " + word) <= px:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
 def _panel(img: Image.Image, d: dict, score: float, caption: str, font) -> Image.Image:
     sx, sy = PANEL / img.width, PANEL / img.height
-    lines = [f"score {score:.4f}"] + [f"[{k}] {t} ({kind}): {s:.3f}" for k, ((t, kind), s)
-                                      in enumerate(zip(d["segments"], d["sims"]))]
-    lines = [ln if len(ln) <= 60 else ln[:57] + "..." for ln in [caption[:60]] + lines]
+    said = [(caption, "black"), (f"score {score:.4f}", "black")] + [
+        (f"[{k}] {t} ({kind}): {s:.3f}", PALETTE[k % len(PALETTE)])
+        for k, ((t, kind), s) in enumerate(zip(d["segments"], d["sims"]))]
+    # wrapped to the panel's width, never cut: the whole caption and every segment stay readable
+    lines = [(part, col) for text, col in said for part in _wrap(text, font, PANEL - 8)]
     out = Image.new("RGB", (PANEL, PANEL + 16 * len(lines) + 8), "white")
     out.paste(img.resize((PANEL, PANEL), Image.Resampling.NEAREST), (0, 0))
     draw = ImageDraw.Draw(out)
@@ -35,8 +48,7 @@ def _panel(img: Image.Image, d: dict, score: float, caption: str, font) -> Image
                            outline=col, width=2)
         x0, y0 = region[0][0] * sx, region[0][1] * sy
         draw.text((x0 + 3, y0 + 2 + 10 * (k % 3)), str(k), fill=col, font=font)
-    for j, ln in enumerate(lines):
-        col = "black" if j < 2 else PALETTE[(j - 2) % len(PALETTE)]
+    for j, (ln, col) in enumerate(lines):
         draw.text((4, PANEL + 4 + 16 * j), ln, fill=col, font=font)
     return out
 
