@@ -45,6 +45,8 @@ from .errors import UnbagError
 from .heads.shipped import shipped_head
 from .utils import atomic_write, write_json
 
+KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
+
 def read_plan(path: str | Path) -> dict:
     """Parse and check a plan file; errors name the file and the field."""
     path = Path(path)
@@ -104,8 +106,9 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                 ids[model_specs[m]] = weights_id(load(model_specs[m], device=device))
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options):
                 spec = plan["benchmarks"][b]
-                if spec not in loaded:  # generate/read each benchmark once per run
-                    loaded.clear()
+                if spec not in loaded:  # generate/read each benchmark once per run; keep the last
+                    while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
+                        loaded.pop(next(iter(loaded)))
                     loaded[spec] = benchmarks.load(spec, seed=seed)
                 res = evaluate(model=model_specs[m], bench=spec, protocol=protocol,
                                out=str(dest), device=device, seed=seed, progress=False, show=False,

@@ -232,3 +232,12 @@ def test_late_interaction_correction_can_change_the_ranking():
 
 def F_normalize(x):
     return torch.nn.functional.normalize(x, dim=-1)
+
+
+@pytest.mark.parametrize("warmup, steps, want_first", [(0, 10, 1.0), (0.2, 10, 0.5), (50, 100, 1 / 50)])
+def test_head_warmup_is_steps_or_a_fraction(warmup, steps, want_first):
+    from unbag.heads.train import schedule
+
+    f = schedule(HeadTrainConfig(steps=steps, warmup=warmup))
+    assert f(0) == pytest.approx(want_first)
+    assert f(steps) == pytest.approx(0.0, abs=1e-12)

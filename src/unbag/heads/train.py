@@ -33,9 +33,19 @@ class HeadTrainConfig:
     batch_size: int = 64
     negatives: int = 3  # random in-batch candidates per positive, besides its twin
     lr: float = 2e-3
-    warmup: int = 50
+    warmup: float = 50  # steps, or a fraction of the run if in (0, 1), as for the trainer
     weight_decay: float = 0.01
     seed: int = 0
+
+
+def schedule(cfg: HeadTrainConfig):
+    """Learning-rate multiplier per step: linear warm-up times a cosine over the run (warm-up 0:
+    none; a fraction in (0, 1) of the steps; steps=0 saves the initial head)."""
+    warm = round(cfg.warmup * cfg.steps) if 0 < cfg.warmup < 1 else int(cfg.warmup)
+    if warm < 0:
+        raise UnbagError(f"warm-up {cfg.warmup}: use 0, a number of steps or a fraction of the run")
+    return lambda s: (min(1.0, (s + 1) / warm) if warm else 1.0) * 0.5 * (
+        1 + math.cos(math.pi * min(1.0, s / max(1, cfg.steps))))
 
 
 def build(cfg: HeadConfig) -> torch.nn.Module:
@@ -84,8 +94,7 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
     rest = [p for n, p in head.named_parameters() if not (p.ndim >= 2 and "pos" not in n and "modality" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup) * 0.5 * (
-        1 + math.cos(math.pi * min(1.0, s / max(1, cfg.steps)))))  # steps=0 saves the initial head
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg))
     twin_all = cache.get("twin", np.arange(cache.rows)).numpy()
     log, t0 = [], time.perf_counter()
     head.train()

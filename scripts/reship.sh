@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Retrain and reship every shipped weight from scratch, as documented in
+# src/unbag/weights/{builtin/TRAINING.md,methods/README.md,heads/README.md}:
+#   1. the built-in model on the world's pretraining stream;
+#   2. the FT / NegCLIP / CLIC / DeGLA overlays on the fine-tuning stream;
+#   3. TFLocal, TFGlobal and TFRegions heads for every shipped model.
+# About 100 minutes on 2 CPU cores. Resumable: finished steps are skipped.
+# Usage: bash scripts/reship.sh [RUNS_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R=${1:-runs/reship}
+U=.venv/bin/unbag
+PY=.venv/bin/python
+W=src/unbag/weights
+mkdir -p "$R"
+
+if [ ! -f "$R/builtin/model/open_clip_config.json" ]; then
+  $U train --method clip --model open_clip:unbag-tiny --data world:pretraining --steps 5000 \
+      --batch-size 128 --lr 1e-3 --warmup 100 --seed 0 --out "$R/builtin" --quiet \
+      $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
+fi
+cp "$R/builtin/model/"* "$W/builtin/"
+cp "$R/builtin/log.jsonl" "$W/builtin/log.jsonl"
+cp "$R/builtin/config.json" "$W/builtin/train_config.json"
+
+overlay() {  # METHOD ARGS...: train from builtin, then ship the changed tensors with the run's record
+  local m=$1; shift
+  [ -f "$R/$m/model/open_clip_config.json" ] || $U train --method "$m" --model builtin --seed 2 --quiet \
+      --out "$R/$m" "$@" $( [ -f "$R/$m/ckpt/trainer.pt" ] && echo --resume )
+  $PY - "$R/$m" "$W/methods/$m" "$m" <<'PYEOF'
+import json, shutil, sys
+from unbag.models.overlay import save_overlay
+from unbag.utils import versions
+run, dest, method = sys.argv[1:]
+meta = json.loads(open(f"{run}/model/open_clip_config.json").read())["unbag"]
+out = save_overlay(f"{run}/model", "builtin", dest, {"method": method, **meta, "versions": versions()})
+shutil.copy(f"{run}/log.jsonl", out / "log.jsonl")
+PYEOF
+}
+overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl-id --ckpt-every 100
+overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
+overlay clic --steps 600 --batch-size 128 --lr 1e-4
+overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
+
+for m in pretrained ft negclip clic degla; do
+  spec=builtin; [ "$m" != pretrained ] && spec="builtin:$m"
+  f="$R/feat-$m"
+  [ -f "$f/index.json" ] || $U features --model "$spec" --data swaps:1000 --n 10000 --out "$f" --quiet
+  $U train --method tfregions --model "$spec" --data "$f" --steps 1000 --lr 3e-4 --out "$W/heads/tfregions/$m" --quiet
+  $U train --method tflocal --model "$spec" --data "$f" --text phrases --layers 2 --steps 1500 --out "$W/heads/tflocal/$m" --quiet
+  $U train --method tfglobal --model "$spec" --data "$f" --text phrases --steps 1000 --out "$W/heads/tfglobal/$m" --quiet
+done
+echo "reshipped; now run: $U demo"
