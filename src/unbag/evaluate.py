@@ -173,7 +173,8 @@ def _global_only_result(model: str, b, protocol: str, flat: dict, counts: dict, 
                         options: dict, t0: float, t1: float, out: str | None, show: bool,
                         model_id: str) -> dict:
     """The results dict (and file) of a retrieval or classification set: no per-item file, no ties."""
-    res = {"model": model, "model_id": model_id, "protocol": protocol, "benchmark": {"name": b.name, "spec": b.spec, **b.info},
+    res = {"model": model, "model_id": model_id, "protocol": protocol,
+           "benchmark": {"name": b.name, "spec": b.spec, **b.info},
            "metrics": flat, "ties": {}, "counts": counts, "n_items": len(b.images),
            "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol, "options": options},
            "timings": {"load_s": t1 - t0, "score_s": time.perf_counter() - t1},

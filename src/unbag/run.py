@@ -47,6 +47,7 @@ from .utils import atomic_write, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
 
+
 def read_plan(path: str | Path) -> dict:
     """Parse and check a plan file; errors name the file and the field."""
     path = Path(path)
