@@ -235,7 +235,11 @@ def parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default="builtin")
-    e.add_argument("--bench", default="ctrl", help="ctrl (generated) or ctrl:DIR (built with `world build`)")
+    e.add_argument("--bench", default="ctrl", help="ctrl (generated) | ctrl:DIR (built with `world build`) | "
+                   "ctrl-retrieval[:N] | sugarcrepe:DIR[:IMAGE_ROOT] | sugarcrepe++:DIR[:IMAGE_ROOT] | "
+                   "aro-vgr:DIR | aro-vga:DIR | aro-coco-order:DIR | aro-flickr-order:DIR | "
+                   "valse:DIR[:IMAGE_ROOT] | winoground:DIR | bivlc:DIR | imagefolder:DIR | "
+                   "karpathy:JSON[:IMAGE_ROOT] (layouts: docs/benchmarks.md)")
     e.add_argument("--protocol", default="global", help="global | sgi | head:PATH")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)

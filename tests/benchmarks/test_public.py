@@ -1,5 +1,6 @@
 """Every public benchmark end to end, in its official layout, with metrics recomputed by hand."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,33 @@ def test_a_shipped_head_scores_a_public_benchmark(winoground_dir, sugarcrepe_dir
     for spec in (f"winoground:{winoground_dir}", f"sugarcrepe:{sugarcrepe_dir}"):
         res, items = _run(spec, tmp_path, protocol=protocol)
         assert res["config"]["options"]["backbone"] == "builtin" and items
+
+
+@pytest.mark.parametrize("name, fixture, sub", [("sugarcrepe", "sugarcrepe_dir", "val2017"),
+                                                ("sugarcrepe++", "sugarcrepe_pp_dir", "images"),
+                                                ("valse", "valse_dir", "images")])
+def test_photo_benchmarks_take_an_image_root_apart_from_the_annotations(name, fixture, sub, request, tmp_path):
+    import shutil
+
+    from unbag import benchmarks
+    from unbag.errors import UnbagError
+
+    src = request.getfixturevalue(fixture)
+    ann, imgs = tmp_path / "ann", tmp_path / "coco"
+    shutil.copytree(src / "data", ann / "data")
+    shutil.copytree(src / sub, imgs)
+    b = benchmarks.load(f"{name}:{ann}:{imgs}")
+    assert b.items and all(Path(i).is_file() and Path(i).is_relative_to(imgs) for it in b.items for i in it.images)
+    assert len(b.items) == len(benchmarks.load(f"{name}:{src}").items)
+    with pytest.raises(UnbagError, match="image root not found"):
+        benchmarks.load(f"{name}:{ann}:{tmp_path / 'nope'}")
+
+
+def test_eval_help_lists_every_registered_benchmark(capsys):
+    from unbag.benchmarks import BENCHMARKS
+    from unbag.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at hyphens too
+    assert all(f"{name}:" in text or f"{name}[:" in text for name in BENCHMARKS)

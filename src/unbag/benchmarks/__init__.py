@@ -12,21 +12,27 @@ def load(spec: str, seed: int = 0):
     """Load a benchmark named by a spec: `ctrl` (generated in memory), `ctrl:DIR`, or the
     retrieval set `ctrl-retrieval[:N]`."""
     name, _, path = spec.partition(":")
+    image_root = None
+    if name in ("sugarcrepe", "sugarcrepe++", "valse"):  # NAME:DIR[:IMAGE_ROOT]
+        path, _, image_root = path.partition(":")
     if name in BENCHMARKS[2:] and not path:
         raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {name}:DIR "
                          "(layouts in docs/benchmarks.md)")
     if name == "sugarcrepe":
         from .sugarcrepe import load_sugarcrepe
-        return load_sugarcrepe(path)
+        return load_sugarcrepe(path, image_root)
     if name == "sugarcrepe++":
         from .sugarcrepe import load_sugarcrepe_pp
-        return load_sugarcrepe_pp(path)
+        return load_sugarcrepe_pp(path, image_root)
     if name.startswith("aro-"):
         from . import aro
         fn = {"aro-vgr": aro.load_vgr, "aro-vga": aro.load_vga, "aro-coco-order": aro.load_coco_order,
               "aro-flickr-order": aro.load_flickr_order}[name]
         return fn(path) if name in ("aro-vgr", "aro-vga") else fn(path, seed=seed)
-    if name in ("valse", "winoground", "bivlc"):
+    if name == "valse":
+        from .valse import load as load_valse
+        return load_valse(path, image_root)
+    if name in ("winoground", "bivlc"):
         import importlib
         return importlib.import_module(f".{name}", __name__).load(path)
     if name == "imagefolder":

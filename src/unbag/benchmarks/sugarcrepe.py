@@ -28,9 +28,19 @@ def _files(root: Path, subsets: tuple[str, ...]) -> list[tuple[str, Path]]:
     return found
 
 
-def load_sugarcrepe(root: str | Path) -> Benchmark:
+def images_at(root: Path, image_root: str | None) -> Path:
+    """The image folder: IMAGE_ROOT when given (the official releases keep COCO's images apart),
+    else DIR/images, DIR/val2017 or DIR."""
+    if not image_root:
+        return image_dir(root, "images", "val2017")
+    if not Path(image_root).is_dir():
+        raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of NAME:DIR:IMAGE_ROOT)")
+    return Path(image_root)
+
+
+def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmark:
     root = Path(root)
-    images = image_dir(root, "images", "val2017")
+    images = images_at(root, image_root)
     items = []
     for subset, f in _files(root, SC_SUBSETS):
         data = read_json(f)
@@ -45,9 +55,9 @@ def load_sugarcrepe(root: str | Path) -> Benchmark:
                      metric="pairwise")
 
 
-def load_sugarcrepe_pp(root: str | Path) -> Benchmark:
+def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Benchmark:
     root = Path(root)
-    images = image_dir(root, "images", "val2017")
+    images = images_at(root, image_root)
     items = []
     for subset, f in _files(root, SCPP_SUBSETS):
         data = read_json(f)

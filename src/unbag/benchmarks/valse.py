@@ -18,8 +18,11 @@ from .common import need, read_json
 MIN_MTURK_VALID = 2
 
 
-def load(root: str | Path) -> Benchmark:
+def load(root: str | Path, image_root: str | None = None) -> Benchmark:
+    from .sugarcrepe import images_at
+
     root = Path(root)
+    images = images_at(root, image_root) if image_root else root / "images"
     data_dir = root / "data" if (root / "data").is_dir() else root
     files = sorted(data_dir.glob("*.json"))
     if not files:
@@ -36,9 +39,9 @@ def load(root: str | Path) -> Benchmark:
             if ex["mturk"]["caption"] < MIN_MTURK_VALID:
                 dropped += 1
                 continue
-            img = root / "images" / ex["dataset"] / ex["image_file"]
+            img = images / ex["dataset"] / ex["image_file"]
             if not img.exists():
-                img = root / "images" / ex["image_file"]
+                img = images / ex["image_file"]
             items.append(Item(f"{f.stem}-{key}", [str(img)], [ex["caption"], ex["foil"]], {"subset": f.stem},
                               source=where))
     return Benchmark("valse", f"valse:{root}", items, {"dropped_mturk": dropped}, metric="pairwise")
