@@ -44,3 +44,13 @@ def image_dir(root: Path, *candidates: str) -> Path:
         if (root / c).is_dir():
             return root / c
     return root
+
+
+def images_at(root: Path, image_root: str | None) -> Path:
+    """The image folder: IMAGE_ROOT when given (the official releases keep COCO's images apart),
+    else DIR/images, DIR/val2017 or DIR."""
+    if not image_root:
+        return image_dir(root, "images", "val2017")
+    if not Path(image_root).is_dir():
+        raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of NAME:DIR:IMAGE_ROOT)")
+    return Path(image_root)

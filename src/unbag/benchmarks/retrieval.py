@@ -1,8 +1,8 @@
 """Retrieval sets: images, texts and which texts describe which image.
 
 `ctrl-retrieval` is unbag's general-ability proxy: plain captions of scenes of the world's
-*pretraining* distribution (every combination, web-like captions: what general ability means for
-the built-in model) from a seed no training run uses; identical caption texts are merged, so a
+*pretraining* distribution (every combination: what general ability means for the built-in
+model) from a seed no training run uses; identical caption texts are merged, so a
 caption that fits several images counts as right for each of them.
 """
 from __future__ import annotations

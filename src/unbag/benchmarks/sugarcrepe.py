@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import image_dir, need, read_json
+from .common import images_at, need, read_json
 
 SC_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
 SCPP_SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -26,16 +26,6 @@ def _files(root: Path, subsets: tuple[str, ...]) -> list[tuple[str, Path]]:
     if not found:
         raise UnbagError(f"{root}: none of {', '.join(s + '.json' for s in subsets)} found in {data}")
     return found
-
-
-def images_at(root: Path, image_root: str | None) -> Path:
-    """The image folder: IMAGE_ROOT when given (the official releases keep COCO's images apart),
-    else DIR/images, DIR/val2017 or DIR."""
-    if not image_root:
-        return image_dir(root, "images", "val2017")
-    if not Path(image_root).is_dir():
-        raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of NAME:DIR:IMAGE_ROOT)")
-    return Path(image_root)
 
 
 def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmark:

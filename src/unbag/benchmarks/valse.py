@@ -13,14 +13,12 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import need, read_json
+from .common import images_at, need, read_json
 
 MIN_MTURK_VALID = 2
 
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
-    from .sugarcrepe import images_at
-
     root = Path(root)
     images = images_at(root, image_root) if image_root else root / "images"
     data_dir = root / "data" if (root / "data").is_dir() else root

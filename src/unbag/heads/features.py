@@ -33,9 +33,6 @@ MAX_REGIONS = 16  # single regions come first, so a crowded image loses unions, 
 FORMAT = "unbag-features"
 
 
-backbone_id = weights_id  # a cache (and a head) belongs to exactly one backbone
-
-
 def _l2(t: torch.Tensor) -> torch.Tensor:
     return F.normalize(t.float(), dim=-1).cpu()
 
@@ -153,7 +150,7 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
 def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict) -> Path:
     """Write fields as shards (features as fp16) with an index, atomically."""
     rows = len(next(iter(fields.values())))
-    index = {"format": FORMAT, "version": 1, "backbone": backend.spec, "backbone_id": backbone_id(backend),
+    index = {"format": FORMAT, "version": 1, "backbone": backend.spec, "backbone_id": weights_id(backend),
              "rows": rows, "shard_rows": SHARD, "fields": {}, **meta}
     with atomic_dir(out) as tmp:
         for name, arr in fields.items():
@@ -179,7 +176,7 @@ class FeatureCache:
         if self.index.get("format") != FORMAT:
             raise UnbagError(f"{self.root}/index.json: field 'format' is not {FORMAT!r}")
         if backend is not None:
-            self.check(backend.spec, backbone_id(backend))
+            self.check(backend.spec, weights_id(backend))
         self.rows = self.index["rows"]
         self._shards = {name: [np.load(p, mmap_mode="r") for p in sorted(self.root.glob(f"{name}-*.npy"))]
                         for name in self.index["fields"]}

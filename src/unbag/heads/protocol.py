@@ -9,10 +9,10 @@ import torch
 
 from ..benchmarks.base import Benchmark
 from ..errors import UnbagError
-from ..models.base import Backend
+from ..models.base import Backend, weights_id
 from ..scoring.encode import pixels_of, unique
 from .common import head_inputs
-from .features import backbone_id, image_features, pack_regions, text_features
+from .features import image_features, pack_regions, text_features
 from .train import load_head
 
 
@@ -24,7 +24,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     from ..sgi.protocol import SGIConfig, caption_segments, encode_regions
 
     head, record = load_head(path)
-    if record["backbone_id"] != backbone_id(backend):
+    if record["backbone_id"] != weights_id(backend):
         raise UnbagError(f"{path}: head trained on backbone {record['backbone']!r}, not on "
                          f"{backend.spec!r} (different weights); evaluate it with --model {record['backbone']}")
     items = bench.items

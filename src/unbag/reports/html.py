@@ -169,10 +169,14 @@ def figures(rows, out: Path) -> list[tuple[str, str]]:
     return made
 
 
+def split_average(mets: dict, split: str) -> float | None:
+    """Mean group score of a split over color / size / material, when the row has all three."""
+    vals = [mets.get(f"{split}/{c}/group") for c in CATEGORIES[:3]]
+    return None if None in vals else sum(v[0] for v in vals) / 3
+
+
 def ood_average(mets: dict) -> float | None:
-    """Mean OOD group score over color / size / material, when the row has all three."""
-    ood = [mets.get(f"ood/{c}/group") for c in CATEGORIES[:3]]
-    return None if None in ood else sum(o[0] for o in ood) / 3
+    return split_average(mets, "ood")
 
 
 def headline(rows) -> list[str]:
@@ -196,16 +200,13 @@ def headline(rows) -> list[str]:
                + "; ".join(spans) + ".")
     if len(models) > 1 and "global" in protocols and (models[0], "global") in avg:
         base = rows[(models[0], "global")]
-
-        def mean(mets, split):
-            vals = [mets.get(f"{split}/{c}/group") for c in CATEGORIES[:3]]
-            return None if None in vals else sum(v[0] for v in vals) / 3
+        bi, bo = split_average(base, "id"), split_average(base, "ood")
         moves = []
         for m in models[1:]:
             mets = rows.get((m, "global"), {})
-            di, do = mean(mets, "id"), mean(mets, "ood")
-            if di is not None and do is not None and mean(base, "id") is not None:
-                moves.append(f"{m} {100 * (di - mean(base, 'id')):+.1f} ID / {100 * (do - mean(base, 'ood')):+.1f} OOD")
+            di, do = split_average(mets, "id"), split_average(mets, "ood")
+            if None not in (di, do, bi):
+                moves.append(f"{m} {100 * (di - bi):+.1f} ID / {100 * (do - bo):+.1f} OOD")
         if moves:
             out.append(f"Under global cosine, against {models[0]} (points, mean over color/size/material): "
                        + "; ".join(moves) + ".")
