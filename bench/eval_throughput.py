@@ -60,7 +60,7 @@ def per_sample(model_spec: str, root: Path) -> tuple[float, float]:
 
 
 def unbag_eval(model_spec: str, root: Path) -> tuple[float, float]:
-    from unbag.evaluate import evaluate
+    from unbag.evaluation import evaluate
 
     t0 = time.perf_counter()
     res = evaluate(model_spec, f"sugarcrepe:{root}", progress=False, show=False)

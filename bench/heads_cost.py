@@ -19,7 +19,7 @@ from unbag.heads.features import FeatureCache, extract_world
 from unbag.heads.protocol import score_head
 from unbag.heads.train import HeadTrainConfig, build, step_loss
 from unbag.scoring.cosine import score_global
-from unbag.train.engine import TrainConfig, Trainer
+from unbag.training.engine import TrainConfig, Trainer
 
 
 def head_seconds_per_row(cache_dir: str, kind: str, steps: int, batch: int) -> float:

@@ -17,7 +17,7 @@ import warnings
 
 
 def seconds_per_step(method: str, steps: int, batch_size: int, workers: int) -> tuple[float, list[float]]:
-    from unbag.train.engine import TrainConfig, Trainer
+    from unbag.training.engine import TrainConfig, Trainer
 
     with tempfile.TemporaryDirectory() as d:
         cfg = TrainConfig.for_method(method, model="builtin", steps=steps + 4, batch_size=batch_size,

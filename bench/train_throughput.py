@@ -20,7 +20,7 @@ def plain_open_clip(steps: int, batch_size: int, workers: int) -> float:
     import open_clip
 
     from unbag.models.openclip import _open_clip
-    from unbag.train.data import batches
+    from unbag.training.data import batches
 
     _open_clip()
     torch.manual_seed(0)
@@ -46,7 +46,7 @@ def plain_open_clip(steps: int, batch_size: int, workers: int) -> float:
 
 
 def unbag_trainer(steps: int, batch_size: int, workers: int) -> float:
-    from unbag.train.engine import TrainConfig, Trainer
+    from unbag.training.engine import TrainConfig, Trainer
 
     with tempfile.TemporaryDirectory() as d:
         cfg = TrainConfig(steps=steps + 5, batch_size=batch_size, workers=workers,

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from unbag import evaluate as evaluate_mod
+from unbag import evaluation as evaluate_mod
 from unbag.errors import UnbagError
 from unbag.run import read_plan, run_plan, shipped_head
 

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.mark.parametrize("protocol", ["global", "sgi"])
 def test_two_processes_give_the_one_process_results(tiny_bench, tmp_path, protocol):
-    from unbag.evaluate import evaluate
+    from unbag.evaluation import evaluate
 
     one = evaluate("builtin", f"ctrl:{tiny_bench}", protocol, out=str(tmp_path / "one.json"), progress=False,
                    show=False)

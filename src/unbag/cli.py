@@ -11,7 +11,7 @@ def _train(a: argparse.Namespace) -> None:
     from .heads.train import HEADS
     if a.method in HEADS:
         return _train_head(a)
-    from .train.engine import TrainConfig, Trainer
+    from .training.engine import TrainConfig, Trainer
 
     cfg = TrainConfig.for_method(
         a.method, model=a.model, data=a.data, steps=a.steps, batch_size=a.batch_size, lr=a.lr,
@@ -92,7 +92,7 @@ def _world_show(a: argparse.Namespace) -> None:
 
 
 def _eval(a: argparse.Namespace) -> None:
-    from .evaluate import evaluate
+    from .evaluation import evaluate
 
     evaluate(model=a.model, bench=a.bench, protocol=a.protocol, out=a.out, batch_size=a.batch_size,
              device=a.device, seed=a.seed, progress=not a.quiet, options=_sgi_options(a))
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.fn(args)
-        from .train import dist
+        from . import dist
         dist.finish()  # under torchrun: all ranks leave the process group together
     except UnbagError as e:
         print(f"unbag: error: {e}", file=sys.stderr)

@@ -75,7 +75,7 @@ def read_plan(path: str | Path) -> dict:
 
 def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
     """Run every unfinished cell of a plan; return all cells' results."""
-    from .evaluate import evaluate
+    from .evaluation import evaluate
 
     plan = read_plan(path)
     root = Path(out or plan.get("out", "runs/plan"))
@@ -135,7 +135,7 @@ def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, opti
 
 def train_entry(name: str, table: dict, root: Path, progress: bool, device: str) -> Path:
     """Train a [train.NAME] model once (resuming an interrupted run); its model folder."""
-    from .train.engine import TrainConfig, Trainer
+    from .training.engine import TrainConfig, Trainer
 
     out = root / "train" / name
     if (out / "model" / "open_clip_config.json").is_file():

@@ -6,7 +6,7 @@ import pytest
 
 from unbag import benchmarks
 from unbag.errors import UnbagError
-from unbag.evaluate import evaluate
+from unbag.evaluation import evaluate
 
 MODEL = "builtin"  # fixed weights: tests recompute with a second load
 

@@ -149,7 +149,7 @@ def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache
                                                     batch_size=8), tmp_path / "h", progress=False)
     head, rec = load_head(out)
     assert rec["head"]["early"] and rec["head"]["patches"] == 128
-    from unbag.evaluate import evaluate
+    from unbag.evaluation import evaluate
     res = evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False, show=False)
     assert res["n_items"] == 30
 
@@ -158,7 +158,7 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
     """TFRegions starts with a zero correction: its scores are SGI's (same regions, same match rule)
     times the initial temperature, item by item."""
     from unbag import benchmarks
-    from unbag.evaluate import evaluate
+    from unbag.evaluation import evaluate
     from unbag.heads.protocol import score_head
     from unbag.sgi.protocol import score_sgi
 

@@ -84,7 +84,7 @@ def test_swap_across_gives_none_with_nothing_to_swap():
 
 
 def test_clic_negative_is_never_a_positive():
-    from unbag.train.data import Record, clic_texts
+    from unbag.training.data import Record, clic_texts
 
     pos, neg = clic_texts(Record(None, ["dog."]), Record(None, ["dog."]), _rng(0))
     assert neg not in pos

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from unbag.errors import UnbagError
-from unbag.evaluate import evaluate
+from unbag.evaluation import evaluate
 from unbag.reports.html import write_report
 
 ARTIFACTS = Path(os.environ.get("UNBAG_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))

@@ -116,7 +116,7 @@ def test_unknown_distribution_is_a_clear_error():
     import pytest
 
     from unbag.errors import UnbagError
-    from unbag.train.data import source_kind
+    from unbag.training.data import source_kind
 
     with pytest.raises(ValueError, match="unknown world distribution 'web'"):
         stream.sample(0, 0, dist="web")

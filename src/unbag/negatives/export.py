@@ -44,7 +44,7 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
                                 "types": [t for t, _ in got], "world": {"seed": seed, "index": i}})
                 bar.advance(task)
         else:
-            from ..train.data import FileSource
+            from ..training.data import FileSource
             src = FileSource.from_spec(data, seed)
             g = RuleGenerator() if gen == "rules" else generator(gen, device)
             task = bar.add_task("negatives", total=len(src.rows))

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ...models.base import Backend
-from ..dist import gather, gather_varlen
+from ...dist import gather, gather_varlen
 
 
 def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor,

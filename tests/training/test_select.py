@@ -4,8 +4,8 @@ import pytest
 from safetensors.torch import load_file
 
 from unbag.errors import UnbagError
-from unbag.train import select
-from unbag.train.engine import TrainConfig, Trainer
+from unbag.training import select
+from unbag.training.engine import TrainConfig, Trainer
 
 
 def test_validation_split_is_in_distribution_and_not_the_test():

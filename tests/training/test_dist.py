@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from unbag.train.engine import TrainConfig, Trainer
+from unbag.training.engine import TrainConfig, Trainer
 
 ARGS = dict(model="builtin", steps=3, batch_size=8, lr=1e-4, warmup=1, workers=0, log_every=1)
 

@@ -80,7 +80,7 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
     from .heads.shipped import shipped_head
     protocol = shipped_head(protocol, model)
     score_fn, recorded = scoring.build(protocol, options)
-    from .train import dist
+    from . import dist
     rank, world, device = dist.init(str(device))
     t1 = time.perf_counter()
     backend = models.load(model, device=device)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ...models.base import Backend
-from ..dist import gather, gather_varlen
+from ...dist import gather, gather_varlen
 from .clip import clip_loss
 
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from unbag.train.engine import TrainConfig, Trainer
-from unbag.train.objectives.ft import ft_loss
-from unbag.train.objectives.negclip import negclip_loss
+from unbag.training.engine import TrainConfig, Trainer
+from unbag.training.objectives.ft import ft_loss
+from unbag.training.objectives.negclip import negclip_loss
 
 
 def _rand(*shape, seed=0):

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ...models.base import Backend
-from ..dist import gather
+from ...dist import gather
 
 WEIGHTS = {"igc": 0.1, "tgc": 0.1, "distill": 0.005}
 

@@ -3,7 +3,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from unbag.train.objectives.clip import clip_loss
+from unbag.training.objectives.clip import clip_loss
 
 
 def test_clip_loss_hand_computed():

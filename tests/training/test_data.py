@@ -8,7 +8,7 @@ import torch
 from PIL import Image
 
 from unbag.errors import UnbagError
-from unbag.train.data import TrainBatches, batches, concat_pair, fit
+from unbag.training.data import TrainBatches, batches, concat_pair, fit
 
 
 def _img(path, w, h, color):

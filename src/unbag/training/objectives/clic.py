@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ...models.base import Backend
-from ..dist import gather
+from ...dist import gather
 from .clip import clip_loss
 
 N_POS = 4

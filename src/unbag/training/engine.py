@@ -18,7 +18,8 @@ from safetensors.torch import load_file, save_file
 from .. import models
 from ..errors import UnbagError
 from ..utils import atomic_dir, atomic_write, versions, write_json
-from . import dist, freeze
+from .. import dist
+from . import freeze
 from .data import batches
 from .ema import EMA
 from .objectives import OBJECTIVES

@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from unbag.train.engine import TrainConfig, Trainer
-from unbag.train.objectives.degla import degla_loss
+from unbag.training.engine import TrainConfig, Trainer
+from unbag.training.objectives.degla import degla_loss
 
 
 def _rand(*shape, seed=0):

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from unbag.errors import UnbagError
-from unbag.train import engine
-from unbag.train.engine import TrainConfig, Trainer, lr_lambda, param_groups
+from unbag.training import engine
+from unbag.training.engine import TrainConfig, Trainer, lr_lambda, param_groups
 
 
 def _cfg(**kw):

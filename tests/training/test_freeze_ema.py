@@ -5,10 +5,10 @@ import torch
 
 from unbag import models
 from unbag.errors import UnbagError
-from unbag.train import freeze
-from unbag.train.data import batches
-from unbag.train.ema import EMA
-from unbag.train.engine import TrainConfig, Trainer, micro_batch
+from unbag.training import freeze
+from unbag.training.data import batches
+from unbag.training.ema import EMA
+from unbag.training.engine import TrainConfig, Trainer, micro_batch
 
 
 def _trainable(model):

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from unbag.train.data import TrainBatches, WorldSource, clic_texts
-from unbag.train.engine import TrainConfig, Trainer
-from unbag.train.objectives.clic import clic_loss
+from unbag.training.data import TrainBatches, WorldSource, clic_texts
+from unbag.training.engine import TrainConfig, Trainer
+from unbag.training.objectives.clic import clic_loss
 
 
 def _rand(*shape, seed=0):

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from ...models.base import Backend
-from ..dist import gather
+from ...dist import gather
 
 
 def clip_loss(image: torch.Tensor, text: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
