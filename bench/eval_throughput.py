@@ -63,7 +63,7 @@ def unbag_eval(model_spec: str, root: Path) -> tuple[float, float]:
     from unbag.evaluation import evaluate
 
     t0 = time.perf_counter()
-    res = evaluate(model_spec, f"sugarcrepe:{root}", progress=False, show=False)
+    res = evaluate(model_spec, f"sugarcrepe:{root}", progress=False)
     return time.perf_counter() - t0, res["metrics"]["all/acc"]
 
 

@@ -146,4 +146,4 @@ def test_retrieval_eval_is_global_only(tmp_path, capsys):
     res = json.loads(out.read_text())
     assert code == 0 and 0 < res["metrics"]["all/retrieval/i2t/R@1"] <= res["metrics"]["all/retrieval/i2t/R@5"]
     code, _, err = _run(["eval", "--bench", "ctrl-retrieval:50", "--protocol", "sgi", "--quiet"], capsys)
-    assert code == 2 and "only protocol 'global'" in err
+    assert code == 2 and "global protocol only" in err

@@ -4,7 +4,8 @@ import pytest
 
 from unbag import evaluation as evaluate_mod
 from unbag.errors import UnbagError
-from unbag.run import read_plan, run_plan, shipped_head
+from unbag.heads.shipped import shipped_head
+from unbag.run import read_plan, run_plan
 
 
 def _plan(tmp_path, bench):

@@ -11,8 +11,7 @@ import pytest
 def test_two_processes_give_the_one_process_results(tiny_bench, tmp_path, protocol):
     from unbag.evaluation import evaluate
 
-    one = evaluate("builtin", f"ctrl:{tiny_bench}", protocol, out=str(tmp_path / "one.json"), progress=False,
-                   show=False)
+    one = evaluate("builtin", f"ctrl:{tiny_bench}", protocol, out=str(tmp_path / "one.json"), progress=False)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "unbag",
            "eval", "--model", "builtin", "--bench", f"ctrl:{tiny_bench}", "--protocol", protocol,
            "--device", "cpu", "--out", str(tmp_path / "two.json"), "--quiet"]

@@ -1,1 +1,23 @@
-__version__ = '0.1.0'
+"""unbag: measure and improve attribute/relation binding in dual-encoder vision-language models.
+
+The public API (docs/api.md): `load_model`, `load_benchmark`, `score`, `evaluate`, `explain`,
+`features`, `train`. They are imported on first use, so `import unbag` loads neither torch nor
+any model.
+"""
+from .errors import UnbagError
+
+__version__ = "0.1.0"
+__all__ = ["UnbagError", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
+           "features", "train"]
+_API = frozenset(__all__[2:])
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'unbag' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _API)

@@ -7,36 +7,20 @@ import sys
 from .errors import UnbagError
 
 
+TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
+               "workers", "compile", "threads", "ckpt_every", "log_every", "device", "lock_image", "lock_text",
+               "unlock_last", "accum", "precision", "ema", "select", "text", "width", "layers", "early")
+
+
 def _train(a: argparse.Namespace) -> None:
+    from .api import train
     from .heads.train import HEADS
-    if a.method in HEADS:
-        return _train_head(a)
-    from .training.engine import TrainConfig, Trainer
 
-    cfg = TrainConfig.for_method(
-        a.method, model=a.model, data=a.data, steps=a.steps, batch_size=a.batch_size, lr=a.lr,
-        min_lr=a.min_lr, warmup=a.warmup, weight_decay=a.weight_decay, eps=a.eps, grad_clip=a.grad_clip,
-        seed=a.seed, workers=a.workers, compile=a.compile or None, threads=a.threads,
-        ckpt_every=a.ckpt_every, log_every=a.log_every, device=a.device, lock_image=a.lock_image,
-        lock_text=a.lock_text, unlock_last=a.unlock_last, accum=a.accum, precision=a.precision,
-        ema=a.ema, select=a.select)
-    out = Trainer(cfg, a.out).fit(resume=a.resume, progress=not a.quiet)
-    print(f"model written to {out}")
-
-
-def _train_head(a: argparse.Namespace) -> None:
-    from . import models
-    from .heads.common import HeadConfig
-    from .heads.features import FeatureCache
-    from .heads.train import HeadTrainConfig, train_head
-
-    FeatureCache(a.data, models.load(a.model))  # refuses a cache of another backbone
-    cfg = HeadTrainConfig(head=HeadConfig(kind=a.method, text=a.text, width=a.width, layers=a.layers,
-                                          early=a.early),
-                          steps=a.steps, batch_size=a.batch_size or 64, lr=a.lr or 2e-3,
-                          warmup=a.warmup if a.warmup is not None else 50, seed=a.seed)
-    out = train_head(a.data, cfg, a.out, progress=not a.quiet)
-    print(f"head written to {out}")
+    if a.method in HEADS and a.resume:
+        raise UnbagError("heads train in one go from their feature cache; --resume applies to the trainer's methods")
+    hp = {k: getattr(a, k) for k in TRAIN_FLAGS if getattr(a, k) not in (None, False)}
+    out = train(a.method, a.model, a.data, a.out, resume=a.resume, progress=not a.quiet, **hp)
+    print(f"{'head' if a.method in HEADS else 'model'} written to {out}")
 
 
 def _report(a: argparse.Namespace) -> None:
@@ -51,28 +35,26 @@ def _negatives(a: argparse.Namespace) -> None:
     from .negatives.export import export
 
     types = tuple(t.strip() for t in a.types.split(",") if t.strip())
-    out = export(a.data, a.out, types, a.k, a.n, a.seed, a.generator, a.device, progress=not a.quiet)
+    from .api import default_device
+
+    out = export(a.data, a.out, types, a.k, a.n, a.seed, a.generator, a.device or default_device(),
+                 progress=not a.quiet)
     print(f"negatives written to {out}")
 
 
 def _run(a: argparse.Namespace) -> None:
     from .run import print_matrix, run_plan
 
-    results = run_plan(a.plan, a.out, progress=not a.quiet, device=a.device)
+    from .api import default_device
+
+    results = run_plan(a.plan, a.out, progress=not a.quiet, device=a.device or default_device())
     print_matrix(results)
 
 
 def _features(a: argparse.Namespace) -> None:
-    from . import models
-    from .heads.features import extract_swaps, extract_world
+    from .api import features
 
-    name, _, seed = a.data.partition(":")
-    extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
-    if name not in extract:
-        raise UnbagError(f"unknown feature data {a.data!r}; available: world[:SEED], swaps[:SEED]")
-    fn, default_seed = extract[name]
-    out = fn(models.load(a.model, device=a.device), a.out, n=a.n,
-             seed=int(seed) if seed else default_seed, progress=not a.quiet)
+    out = features(a.model, a.data, a.out, n=a.n, device=a.device, progress=not a.quiet)
     print(f"features written to {out}")
 
 
@@ -92,33 +74,27 @@ def _world_show(a: argparse.Namespace) -> None:
 
 
 def _eval(a: argparse.Namespace) -> None:
-    from .evaluation import evaluate
+    from .api import evaluate
+    from .reports.table import print_results
 
-    evaluate(model=a.model, bench=a.bench, protocol=a.protocol, out=a.out, batch_size=a.batch_size,
-             device=a.device, seed=a.seed, progress=not a.quiet, options=_sgi_options(a))
+    res = evaluate(a.model, a.bench, a.protocol, out=a.out, batch_size=a.batch_size, device=a.device,
+                   seed=a.seed, progress=not a.quiet, **_sgi_options(a))
+    if res:  # under torchrun only rank 0 has the results
+        print_results(res)
+        if a.out:
+            print(f"results written to {a.out}")
 
 
 def _sgi_options(a: argparse.Namespace) -> dict:
-    if a.protocol != "sgi":
-        return {}
-    return {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
-            "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir,
-            "relations": a.relations, "relation_weight": a.relation_weight,
-            "scales": _floats(a.scales, "--scales") if a.scales else None, "phases": a.phases}
-
-
-def _floats(text: str, flag: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise UnbagError(f"{flag} takes comma-separated numbers, got {text!r}") from None
-    if not all(0 < v <= 1 for v in vals):
-        raise UnbagError(f"{flag} values are fractions of the image side in (0, 1], got {text!r}")
-    return vals
+    """The SGI flags that were given (the protocol refuses them unless it is an SGI protocol)."""
+    opts = {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
+            "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir, "relations": a.relations,
+            "relation_weight": a.relation_weight, "scales": a.scales, "phases": a.phases}
+    return {k: v for k, v in opts.items() if v is not None}
 
 
 def _add_sgi_options(e: argparse.ArgumentParser) -> None:
-    g = e.add_argument_group("SGI options (--protocol sgi)")
+    g = e.add_argument_group("SGI options (--protocol sgi or sgi:paper; they override the preset)")
     g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs, optionally +groups "
                    "(default blobs+groups)")
     g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | crop (zoom)")
@@ -136,20 +112,25 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
 
 
 def _explain(a: argparse.Namespace) -> None:
-    from . import models
-    from .sgi.explain import bench_item, explain, single_item
+    from rich.console import Console
+
+    from .api import _backend, explain
+    from .scoring import SGI_PRESETS
+    from .sgi.explain import bench_item
+    from .sgi.explain import explain as draw
     from .sgi.protocol import SGIConfig
 
     if a.item:
-        bench = bench_item(a.bench, a.item, seed=a.seed)
+        if a.protocol not in SGI_PRESETS:
+            raise UnbagError(f"explain draws SGI matches: --protocol must be one of {', '.join(SGI_PRESETS)}")
+        cfg = SGIConfig.from_options({**SGI_PRESETS[a.protocol], **_sgi_options(a)})
+        exp = draw(_backend(a.model, a.device), bench_item(a.bench, a.item, seed=a.seed), cfg)
     elif a.image and a.caption:
-        bench = single_item(a.image, a.caption)
+        exp = explain(_backend(a.model, a.device), a.image, a.caption, a.protocol, **_sgi_options(a))
     else:
         raise UnbagError("explain needs --image and --caption, or --bench and --item")
-    a.protocol = "sgi"
-    cfg = SGIConfig(**{k: v for k, v in _sgi_options(a).items() if v is not None})
-    out = explain(models.load(a.model, device=a.device), bench, cfg, a.out)
-    print(f"explanation written to {out}")
+    Console().print(exp.table())
+    print(f"explanation written to {exp.save(a.out)}")
 
 
 def _demo(a: argparse.Namespace) -> None:
@@ -200,11 +181,11 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
                    "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
                    "for the heads")
-    t.add_argument("--text", default="phrases", help="heads: phrases (each encoded alone) | tokens")
-    t.add_argument("--width", type=int, default=64, help="heads: transformer width")
-    t.add_argument("--layers", type=int, default=1, help="heads: layers")
+    t.add_argument("--text", default=None, help="heads: phrases (default; each encoded alone) | tokens")
+    t.add_argument("--width", type=int, default=None, help="heads: transformer width (64)")
+    t.add_argument("--layers", type=int, default=None, help="heads: layers (1)")
     t.add_argument("--early", action="store_true", help="tflocal: attend to first-block patches too")
-    t.add_argument("--steps", type=int, default=1000)
+    t.add_argument("--steps", type=int, default=None, help="optimisation steps (1000)")
     t.add_argument("--out", required=True)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")
     g = t.add_argument_group("hyperparameters (default: the method's, from the spec)")
@@ -223,13 +204,13 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
     g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
                    "in-distribution validation score (global cosine, N SWAP items per category)")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--workers", type=int, default=1, help="data loader processes")
-    t.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    t.add_argument("--seed", type=int, default=None, help="(0)")
+    t.add_argument("--workers", type=int, default=None, help="data loader processes (1)")
+    t.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     t.add_argument("--compile", action="store_true", help="torch.compile the loss step")
-    t.add_argument("--ckpt-every", type=int, default=200)
-    t.add_argument("--log-every", type=int, default=10)
-    t.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    t.add_argument("--ckpt-every", type=int, default=None, help="steps between checkpoints (200)")
+    t.add_argument("--log-every", type=int, default=None, help="steps between log lines (10)")
+    t.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(fn=_train)
 
@@ -240,11 +221,12 @@ def parser() -> argparse.ArgumentParser:
                    "aro-vgr:DIR | aro-vga:DIR | aro-coco-order:DIR | aro-flickr-order:DIR | "
                    "valse:DIR[:IMAGE_ROOT] | winoground:DIR | bivlc:DIR | imagefolder:DIR | "
                    "karpathy:JSON[:IMAGE_ROOT] (layouts: docs/benchmarks.md)")
-    e.add_argument("--protocol", default="global", help="global | sgi | head:PATH")
+    e.add_argument("--protocol", default="global", help="global | sgi (unbag's SGI) | sgi:paper (the paper's "
+                   "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions (docs/sgi.md, docs/heads.md)")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)
     e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")
-    e.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    e.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     e.add_argument("--quiet", action="store_true")
     _add_sgi_options(e)
     e.set_defaults(fn=_eval)
@@ -254,14 +236,14 @@ def parser() -> argparse.ArgumentParser:
                    "swaps[:SEED] (in-distribution SWAP items, seed 1000 by default)")
     f.add_argument("--n", type=int, default=20000, help="number of stream samples")
     f.add_argument("--out", required=True)
-    f.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    f.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     f.add_argument("--quiet", action="store_true")
     f.set_defaults(fn=_features)
 
     r = sub.add_parser("run", help="run a plan: models x benchmarks x protocols (resumable)")
     r.add_argument("plan", help="a TOML plan file (see unbag/run.py)")
     r.add_argument("--out", default=None, help="overrides the plan's out")
-    r.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    r.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=_run)
 
@@ -281,7 +263,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--seed", type=int, default=0)
     n.add_argument("--generator", default="rules", help="rules | llm:MODEL_DIR (a local causal LM)")
     n.add_argument("--out", required=True, help="negatives.json")
-    n.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    n.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     n.add_argument("--quiet", action="store_true")
     n.set_defaults(fn=_negatives)
 
@@ -291,20 +273,13 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--caption", default=None)
     x.add_argument("--bench", default="ctrl", help="with --item: ctrl or ctrl:DIR")
     x.add_argument("--item", default=None, help="item id, e.g. ood-color-0003")
+    x.add_argument("--protocol", default="sgi", help="sgi (unbag's SGI) | sgi:paper (the paper's recipe)")
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--out", default="explain.png")
-    x.add_argument("--device", default="cuda" if _cuda() else "cpu")
+    x.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     _add_sgi_options(x)
     x.set_defaults(fn=_explain)
     return p
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
 
 
 def main(argv: list[str] | None = None) -> int:

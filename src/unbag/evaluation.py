@@ -9,12 +9,12 @@ from pathlib import Path
 import torch
 
 from . import benchmarks, metrics, models, scoring
+from .benchmarks.base import Benchmark
 from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
 from .errors import UnbagError
 from .metrics.retrieval import recall
-from .models.base import weights_id
-from .reports.table import print_results
+from .models.base import Backend, weights_id
 from .utils import atomic_write, versions, write_json
 
 
@@ -67,40 +67,50 @@ def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, 
     return per_item, flat, ties, counts
 
 
-def evaluate(model: str, bench: str, protocol: str = "global", out: str | None = None,
+def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "global", out: str | None = None,
              batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
-             show: bool = True, options: dict | None = None, loaded=None) -> dict:
-    """Run one evaluation; print the table and, with `out`, write results JSON + per-item JSONL."""
+             options: dict | None = None) -> dict:
+    """Score `model` (a spec or a loaded backend) on `bench` (a spec or a loaded benchmark) under
+    `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it."""
     t0 = time.perf_counter()
-    b = loaded if loaded is not None else benchmarks.load(bench, seed=seed)
-    if isinstance(b, RetrievalSet):
-        return evaluate_retrieval(model, b, protocol, out, batch_size, device, progress, show, t0)
-    if isinstance(b, ClassificationSet):
-        return evaluate_classification(model, b, protocol, out, batch_size, device, progress, show, t0)
-    from .heads.shipped import shipped_head
-    protocol = shipped_head(protocol, model)
+    b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
+    spec = model.spec if isinstance(model, Backend) else model
+    protocol = scoring.resolve(protocol, spec)
     score_fn, recorded = scoring.build(protocol, options)
+    if isinstance(b, (RetrievalSet, ClassificationSet)) and protocol != "global":
+        raise UnbagError(f"{b.name}: {'retrieval' if isinstance(b, RetrievalSet) else 'zero-shot classification'} "
+                         "is scored with the global protocol only (every image against every text); SGI and "
+                         "heads score the candidate pairs of an item")
     from . import dist
-    rank, world, device = dist.init(str(device))
+    rank, world, device = dist.init(str(model.device if isinstance(model, Backend) else device))
     t1 = time.perf_counter()
-    backend = models.load(model, device=device)
+    backend = model if isinstance(model, Backend) else models.load(model, device=device)
     t2 = time.perf_counter()
-    scores = sharded_scores(score_fn, backend, b, batch_size, progress, world)
-    t3 = time.perf_counter()
-    if rank != 0:  # rank 0 computes the metrics once and writes the files
-        return {}
-    if b.name == "ctrl":
-        per_item = metrics.winoground(scores)
-        flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
+    per_item = None
+    if isinstance(b, RetrievalSet):
+        flat, counts, extra = retrieval_metrics(backend, b, batch_size, progress), {"all/retrieval": len(b.images)}, {}
+        ties, n_items = {}, len(b.images)
+    elif isinstance(b, ClassificationSet):
+        flat, counts = classification_metrics(backend, b, batch_size, progress), {"all": len(b.images)}
+        ties, n_items, extra = {}, len(b.images), {"templates": list(b.templates)}
     else:
-        per_item, flat, ties, counts = public_metrics(b, scores, backend)
+        scores = sharded_scores(score_fn, backend, b, batch_size, progress, world)
+        if rank != 0:  # rank 0 computes the metrics once and writes the files
+            return {}
+        if b.name == "ctrl":
+            per_item = metrics.winoground(scores)
+            flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
+        else:
+            per_item, flat, ties, counts = public_metrics(b, scores, backend)
+        n_items, extra = len(b.items), {}
+    t3 = time.perf_counter()
     res = {
-        "model": model, "model_id": weights_id(backend), "protocol": protocol,
-        "benchmark": {"name": b.name, "spec": bench, **b.info},
-        "metrics": flat, "ties": ties, "counts": counts, "n_items": len(b.items),
+        "model": spec, "model_id": weights_id(backend), "protocol": protocol,
+        "benchmark": {"name": b.name, "spec": b.spec, **b.info},
+        "metrics": flat, "ties": ties, "counts": counts, "n_items": n_items,
         "seed": seed,
-        "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol, "processes": world,
-                   "options": recorded},
+        "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol,
+                   "processes": world, "options": {**recorded, **extra}},
         "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
                     "metrics_s": time.perf_counter() - t3},
         "versions": versions(),
@@ -108,37 +118,21 @@ def evaluate(model: str, bench: str, protocol: str = "global", out: str | None =
     }
     if out:
         out_path = Path(out)
-        items_path = out_path.with_suffix(".items.jsonl")
-        res["per_item"] = items_path.name
-        atomic_write(items_path, "".join(json.dumps(r) + "\n" for r in per_item_records(b, scores, per_item)))
+        if per_item is not None:
+            items_path = out_path.with_suffix(".items.jsonl")
+            res["per_item"] = items_path.name
+            atomic_write(items_path, "".join(json.dumps(r) + "\n" for r in per_item_records(b, scores, per_item)))
         write_json(out_path, res)
-    if show:
-        print_results(res) if b.name == "ctrl" else print_flat(res)
-        if out:
-            print(f"results written to {out}")
     return res
 
 
-def print_flat(res: dict) -> None:
-    """A plain listing of 'subset/metric' results with tie counts."""
-    print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
-    for k, v in res["metrics"].items():
-        t = res.get("ties", {}).get(k)
-        print(f"  {k:40s} {100 * v:6.2f}" + (f"   ({t} ties)" if t else ""))
-
-
-def evaluate_classification(model: str, b, protocol: str, out: str | None, batch_size: int, device: str,
-                            progress: bool, show: bool, t0: float) -> dict:
+def classification_metrics(backend: Backend, b: ClassificationSet, batch_size: int, progress: bool) -> dict:
     """Zero-shot top-1/top-5 accuracy: class embedding = mean of its normalised template embeddings."""
-    if protocol != "global":
-        raise UnbagError(f"{b.name}: zero-shot classification is scored with the global protocol only")
     import torch.nn.functional as F
 
     from .metrics.retrieval import ranks
     from .scoring.encode import encode_images, encode_texts
 
-    backend = models.load(model, device=device)
-    t1 = time.perf_counter()
     img = encode_images(backend, b.images, None, batch_size, None, progress)
     prompts = [t.format(c) for c in b.classes for t in b.templates]
     cls = F.normalize(encode_texts(backend, prompts, progress=progress).view(len(b.classes), len(b.templates), -1)
@@ -147,42 +141,13 @@ def evaluate_classification(model: str, b, protocol: str, out: str | None, batch
     pos = torch.zeros(sim.shape, dtype=torch.bool)
     pos[torch.arange(len(b.labels)), torch.tensor(b.labels)] = True
     r = ranks(sim, pos)  # ties count against the model
-    flat = {"all/zeroshot/top1": float((r <= 1).float().mean()), "all/zeroshot/top5": float((r <= 5).float().mean())}
-    return _global_only_result(model, b, protocol, flat, {"all": len(b.images)}, batch_size, device,
-                               {"templates": list(b.templates)}, t0, t1, out, show, weights_id(backend))
+    return {"all/zeroshot/top1": float((r <= 1).float().mean()), "all/zeroshot/top5": float((r <= 5).float().mean())}
 
 
-def evaluate_retrieval(model: str, b: RetrievalSet, protocol: str, out: str | None, batch_size: int,
-                       device: str, progress: bool, show: bool, t0: float) -> dict:
-    """Recall@1/5/10 both ways from the global similarity matrix (retrieval is global-only)."""
-    if protocol != "global":
-        raise UnbagError(f"{b.name} is a retrieval set: only protocol 'global' scores every image "
-                         "against every text; SGI and heads score candidate pairs")
+def retrieval_metrics(backend: Backend, b: RetrievalSet, batch_size: int, progress: bool) -> dict:
+    """Recall@1/5/10 both ways from the global similarity matrix."""
     from .scoring.encode import encode_images, encode_texts
 
-    backend = models.load(model, device=device)
-    t1 = time.perf_counter()
     img = encode_images(backend, b.images, None, batch_size, b.image_size, progress)
     txt = encode_texts(backend, b.texts, progress=progress)
-    flat = {f"all/retrieval/{k}": v for k, v in recall(img @ txt.T, b.image_texts).items()}
-    return _global_only_result(model, b, protocol, flat, {"all/retrieval": len(b.images)}, batch_size, device,
-                               {}, t0, t1, out, show, weights_id(backend))
-
-
-def _global_only_result(model: str, b, protocol: str, flat: dict, counts: dict, batch_size: int, device: str,
-                        options: dict, t0: float, t1: float, out: str | None, show: bool,
-                        model_id: str) -> dict:
-    """The results dict (and file) of a retrieval or classification set: no per-item file, no ties."""
-    res = {"model": model, "model_id": model_id, "protocol": protocol,
-           "benchmark": {"name": b.name, "spec": b.spec, **b.info},
-           "metrics": flat, "ties": {}, "counts": counts, "n_items": len(b.images),
-           "config": {"batch_size": batch_size, "device": str(device), "protocol": protocol, "options": options},
-           "timings": {"load_s": t1 - t0, "score_s": time.perf_counter() - t1},
-           "versions": versions(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    if out:
-        write_json(out, res)
-    if show:
-        print_flat(res)
-        if out:
-            print(f"results written to {out}")
-    return res
+    return {f"all/retrieval/{k}": v for k, v in recall(img @ txt.T, b.image_texts).items()}

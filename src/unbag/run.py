@@ -42,7 +42,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import benchmarks
 from .errors import UnbagError
-from .heads.shipped import shipped_head
+from .scoring import resolve
 from .utils import atomic_write, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
@@ -76,6 +76,8 @@ def read_plan(path: str | Path) -> dict:
 def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
     """Run every unfinished cell of a plan; return all cells' results."""
     from .evaluation import evaluate
+    from .models import load
+    from .models.base import weights_id
 
     plan = read_plan(path)
     root = Path(out or plan.get("out", "runs/plan"))
@@ -90,7 +92,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     retrieval = ("ctrl-retrieval", "karpathy", "imagefolder")
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
              if not (plan["benchmarks"][b].startswith(retrieval) and protocols[p] != ("global", {}))]
-    results, loaded, ids = [], {}, {}
+    results, loaded, ids, backend = [], {}, {}, None
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
     with Progress(*cols, disable=not progress) as bar:
@@ -99,11 +101,9 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             dest = root / "results" / f"{m}__{b}__{p}.json"
             bar.update(task, cell=f"{m} · {b} · {p}")
             protocol, options = protocols[p]
-            protocol = shipped_head(protocol, model_specs[m])
+            protocol = resolve(protocol, model_specs[m])
             res = json.loads(dest.read_text()) if dest.is_file() else None
             if res is not None and model_specs[m] not in ids:  # which weights the spec means now
-                from .models import load
-                from .models.base import weights_id
                 ids[model_specs[m]] = weights_id(load(model_specs[m], device=device))
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options):
                 spec = plan["benchmarks"][b]
@@ -111,9 +111,10 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
                     loaded[spec] = benchmarks.load(spec, seed=seed)
-                res = evaluate(model=model_specs[m], bench=spec, protocol=protocol,
-                               out=str(dest), device=device, seed=seed, progress=False, show=False,
-                               options=options, loaded=loaded[spec])
+                if backend is None or backend.spec != model_specs[m]:  # cells come model by model
+                    backend = load(model_specs[m], device=device)
+                res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
+                               progress=False, options=options)
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
             results.append(res)
             bar.advance(task)

@@ -17,7 +17,7 @@ def _items(res_path):
 
 def _run(spec, tmp_path, model=MODEL, protocol="global"):
     out = tmp_path / "r.json"
-    res = evaluate(model, spec, protocol, out=str(out), progress=False, show=False)
+    res = evaluate(model, spec, protocol, out=str(out), progress=False)
     return res, _items(out)
 
 
@@ -107,13 +107,13 @@ def test_bivlc_from_parquet(bivlc_dir, tmp_path):
 
 
 def test_zero_shot_classification(imagefolder_dir, tmp_path):
-    res = evaluate(MODEL, f"imagefolder:{imagefolder_dir}", out=str(tmp_path / "z.json"), progress=False, show=False)
+    res = evaluate(MODEL, f"imagefolder:{imagefolder_dir}", out=str(tmp_path / "z.json"), progress=False)
     assert res["benchmark"]["classes"] == 3 and res["metrics"]["all/zeroshot/top5"] == 1.0
     assert 0 <= res["metrics"]["all/zeroshot/top1"] <= 1
 
 
 def test_karpathy_retrieval(aro_dir, tmp_path):
-    res = evaluate(MODEL, f"karpathy:{aro_dir / 'dataset_coco.json'}", progress=False, show=False)
+    res = evaluate(MODEL, f"karpathy:{aro_dir / 'dataset_coco.json'}", progress=False)
     assert res["n_items"] == 2 and "all/retrieval/t2i/R@5" in res["metrics"]
 
 
@@ -142,7 +142,7 @@ def test_bad_fixture_files_name_the_field(tmp_path, sugarcrepe_dir):
     (d / "data" / "swap_obj.json").write_text(json.dumps({"0": {"filename": "gone.jpg", "caption": "a",
                                                                 "negative_caption": "b"}}))
     with pytest.raises(UnbagError, match=r"image file not found: .*gone.jpg"):
-        evaluate(MODEL, f"sugarcrepe:{d}", progress=False, show=False)
+        evaluate(MODEL, f"sugarcrepe:{d}", progress=False)
     with pytest.raises(UnbagError, match="reads a local copy of its official release"):
         benchmarks.load("winoground")
 
@@ -156,13 +156,13 @@ def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, req
     root = request.getfixturevalue(fixture)
     spec = "open_clip:unbag-tiny" if model == "open_clip" else \
         f"hf:{build_hf('clip', tmp_path_factory.mktemp('hfclip'))}"
-    res = evaluate(spec, f"{name}:{root}", progress=False, show=False)
+    res = evaluate(spec, f"{name}:{root}", progress=False)
     assert res["n_items"] > 0 and res["metrics"]
     assert all(0.0 <= v <= 1.0 for v in res["metrics"].values())
 
 
 def test_a_shipped_head_scores_a_public_benchmark(winoground_dir, sugarcrepe_dir, tmp_path):
-    from unbag.run import shipped_head
+    from unbag.heads.shipped import shipped_head
 
     protocol = shipped_head("head:builtin:tflocal", "builtin")
     for spec in (f"winoground:{winoground_dir}", f"sugarcrepe:{sugarcrepe_dir}"):

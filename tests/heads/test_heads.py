@@ -150,7 +150,7 @@ def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache
     head, rec = load_head(out)
     assert rec["head"]["early"] and rec["head"]["patches"] == 128
     from unbag.evaluation import evaluate
-    res = evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False, show=False)
+    res = evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)
     assert res["n_items"] == 30
 
 
@@ -169,7 +169,7 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
     bench = benchmarks.load(f"ctrl:{tiny_bench}")
     backend = models.load("builtin")
     assert torch.allclose(score_head(backend, bench, path=str(out)), 50.0 * score_sgi(backend, bench), atol=1e-3)
-    assert evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False, show=False)["n_items"] == 30
+    assert evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)["n_items"] == 30
 
 
 def test_region_head_matches_object_phrases_to_single_regions_only():

@@ -20,9 +20,8 @@ def report(tiny_bench, tmp_path_factory):
     (d / "results").mkdir()
     for model, protocol in (("builtin", "global"), ("builtin", "sgi")):
         evaluate(model, f"ctrl:{tiny_bench}", protocol, out=str(d / "results" / f"pre__ctrl__{protocol}.json"),
-                 progress=False, show=False)
-    evaluate("builtin", "ctrl-retrieval:60", out=str(d / "results" / "pre__ret__global.json"), progress=False,
-             show=False)
+                 progress=False)
+    evaluate("builtin", "ctrl-retrieval:60", out=str(d / "results" / "pre__ret__global.json"), progress=False)
     out = write_report([d], tmp_path_factory.mktemp("rep") / "report", explain_items=("ood-color-0000",))
     return d, out
 

@@ -38,6 +38,21 @@ class Benchmark:
     metric: str = "winoground"  # winoground (2x2) | pairwise (first caption beats the rest) | itt
     macro: list[str] | None = None  # subsets in the macro average (None: all of them)
 
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __getitem__(self, key: int | str) -> Item:
+        """An item by position or by id."""
+        if isinstance(key, str):
+            for it in self.items:
+                if it.id == key:
+                    return it
+            raise KeyError(f"{self.spec}: no item with id {key!r}")
+        return self.items[key]
+
 
 def image_key(ref: ImageRef) -> str:
     """Identity of an image for deduplication: its path, or a hash of its pixels."""

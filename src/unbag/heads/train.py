@@ -29,7 +29,7 @@ HEADS = {"tflocal": TFLocal, "tflocal-li": TFLocalLI, "tfglobal": TFGlobal, "tfr
 class HeadTrainConfig:
     """Head training run: architecture plus optimisation."""
     head: HeadConfig = field(default_factory=HeadConfig)
-    steps: int = 500
+    steps: int = 1000
     batch_size: int = 64
     negatives: int = 3  # random in-batch candidates per positive, besides its twin
     lr: float = 2e-3

@@ -223,7 +223,7 @@ def explanations(out: Path, model: str, items: list[str], seed: int) -> list[tup
     made = []
     for item in items:
         name = f"explain/{item}.png"
-        explain(backend, bench_item("ctrl", item, seed), SGIConfig(), out / name, show=False)
+        explain(backend, bench_item("ctrl", item, seed), SGIConfig()).save(out / name)
         made.append((name, f"SGI on {item} ({model}): each caption segment's best region and its cosine"))
     return made
 

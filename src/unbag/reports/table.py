@@ -29,4 +29,11 @@ def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group
 
 
 def print_results(res: dict) -> None:
-    Console().print(results_table(res))
+    """ctrl results as a category x split table; other benchmarks as a 'subset/metric' listing."""
+    if res["benchmark"]["name"] == "ctrl":
+        Console().print(results_table(res))
+        return
+    print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
+    for k, v in res["metrics"].items():
+        t = res.get("ties", {}).get(k)
+        print(f"  {k:40s} {100 * v:6.2f}" + (f"   ({t} ties)" if t else ""))

@@ -7,21 +7,37 @@ from typing import Callable
 from ..errors import UnbagError
 from .cosine import score_global
 
-PROTOCOLS = ("global", "sgi", "head:PATH")
+# SGI presets: option values on top of SGIConfig's defaults (unbag's SGI). `sgi:paper` is the recipe
+# of arXiv 2604.11496: crops of a sliding grid plus the full image, every segment against every
+# region, one view per region, each segment's best cosine averaged.
+SGI_PRESETS: dict[str, dict] = {
+    "sgi": {},
+    "sgi:paper": {"regions": "grid", "mode": "crop", "match": "all", "phases": 1, "assign": "max",
+                  "relations": "cosine", "mix": 0.0},
+}
+PROTOCOLS = ("global", *SGI_PRESETS, "head:PATH", "head:builtin:tflocal|tfglobal|tfregions")
+
+
+def resolve(protocol: str, model_spec: str) -> str:
+    """The protocol as it will run and be recorded: a shipped head ('head:builtin:KIND') becomes
+    the folder of the head shipped for this built-in model; everything else is unchanged."""
+    from ..heads.shipped import shipped_head
+    return shipped_head(protocol, model_spec)
 
 
 def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
-    """(scoring function(backend, bench, batch_size, progress), the options it records)."""
+    """(scoring function(backend, bench, batch_size, progress), the options it records); an option
+    the protocol does not take is an error that names it."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
+    if protocol in SGI_PRESETS:
+        from ..sgi.protocol import SGIConfig, score_sgi
+        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **options})
+        return functools.partial(score_sgi, cfg=cfg), cfg.record()
+    if options:
+        raise UnbagError(f"protocol {protocol!r} takes no options, got {', '.join(sorted(options))} "
+                         f"(options belong to the SGI protocols: {', '.join(SGI_PRESETS)})")
     if protocol == "global":
         return score_global, {}
-    if protocol == "sgi":
-        from ..sgi.protocol import SGIConfig, score_sgi
-        try:
-            cfg = SGIConfig(**options)
-        except TypeError as e:
-            raise UnbagError(f"bad SGI option: {e}") from None
-        return functools.partial(score_sgi, cfg=cfg), cfg.record()
     if protocol.startswith("head:"):
         from ..heads.protocol import score_head
         from ..heads.train import load_head

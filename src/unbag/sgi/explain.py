@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from PIL import Image, ImageDraw, ImageFont
-from rich.console import Console
 from rich.table import Table
 
 from ..benchmarks.base import Benchmark, Item, load_image
@@ -53,38 +54,64 @@ def _panel(img: Image.Image, d: dict, score: float, caption: str, font) -> Image
     return out
 
 
-def explain(backend, bench: Benchmark, cfg: SGIConfig, out: str | os.PathLike, show: bool = True) -> Path:
-    """Score every image x caption of the (single-item) benchmark and draw the matches."""
+@dataclass
+class Explanation:
+    """What SGI matched for one item: a drawing, one row per segment, and the score matrix."""
+    image: Image.Image  # one panel per image x caption: boxes of the chosen regions, segments listed
+    rows: list[dict]  # image, caption, segment, kind, region (boxes x0,y0,x1,y1), cosine
+    scores: torch.Tensor  # [images, captions] SGI scores
+    title: str = ""
+
+    def table(self) -> Table:
+        """The rows as a rich table (what `unbag explain` prints)."""
+        t = Table(title=self.title)
+        for col in ("image", "caption", "segment", "kind", "region (x0,y0,x1,y1)...", "cosine"):
+            t.add_column(col)
+        for k, r in enumerate(self.rows):
+            t.add_row(str(r["image"]), str(r["caption"]), r["segment"], r["kind"],
+                      " ".join(str(tuple(b)) for b in r["region"]), f"{r['cosine']:.4f}")
+            last = k + 1 == len(self.rows) or (self.rows[k + 1]["image"], self.rows[k + 1]["caption"]) != (
+                r["image"], r["caption"])
+            if last:
+                t.add_row("", "", "[bold]SGI score", "", "",
+                          f"[bold]{float(self.scores[r['image'], r['caption']]):.4f}", end_section=True)
+        return t
+
+    def save(self, out: str | os.PathLike) -> Path:
+        """Write the drawing as PNG (atomically); its path."""
+        buf = io.BytesIO()
+        self.image.save(buf, format="PNG")
+        return atomic_write(out, buf.getvalue())
+
+    def _repr_png_(self) -> bytes:  # shown inline in notebooks
+        buf = io.BytesIO()
+        self.image.save(buf, format="PNG")
+        return buf.getvalue()
+
+
+def explain(backend, bench: Benchmark, cfg: SGIConfig) -> Explanation:
+    """Score every image x caption of the (single-item) benchmark under SGI and draw the matches."""
     if len(bench.items) != 1:
         raise UnbagError("explain works on one item")
     it = bench.items[0]
     details: list[dict] = []
-    scores = score_sgi(backend, bench, cfg=cfg, details=details)
+    scores = score_sgi(backend, bench, cfg=cfg, details=details)[0]
     font = ImageFont.load_default(size=12)
-    panels = []
-    table = Table(title=f"SGI matches · {backend.spec} · regions {cfg.region_cfg.name}")
-    for col in ("image", "caption", "segment", "kind", "region (x0,y0,x1,y1)...", "cosine"):
-        table.add_column(col)
+    panels, rows = [], []
     for d in details:
         img = load_image(it.images[d["image"]], it.source or it.id)
         caption = it.captions[d["caption"]]
-        panels.append(_panel(img, d, float(scores[0, d["image"], d["caption"]]), caption, font))
+        panels.append(_panel(img, d, float(scores[d["image"], d["caption"]]), caption, font))
         for (text, kind), region, s in zip(d["segments"], d["regions"], d["sims"]):
-            table.add_row(str(d["image"]), str(d["caption"]), text, kind,
-                          " ".join(str(tuple(b)) for b in region), f"{s:.4f}")
-        table.add_row("", "", "[bold]SGI score", "", "", f"[bold]{float(scores[0, d['image'], d['caption']]):.4f}",
-                      end_section=True)
-    if show:
-        Console().print(table)
+            rows.append({"image": d["image"], "caption": d["caption"], "segment": text, "kind": kind,
+                         "region": [list(b) for b in region], "cosine": s})
     n_cap = len(it.captions)
-    rows = (len(panels) + n_cap - 1) // n_cap
+    n_rows = (len(panels) + n_cap - 1) // n_cap
     h = max(p.height for p in panels)
-    sheet = Image.new("RGB", (n_cap * (PANEL + 8), rows * (h + 8)), "white")
+    sheet = Image.new("RGB", (n_cap * (PANEL + 8), n_rows * (h + 8)), "white")
     for k, p in enumerate(panels):
         sheet.paste(p, ((k % n_cap) * (PANEL + 8), (k // n_cap) * (h + 8)))
-    buf = io.BytesIO()
-    sheet.save(buf, format="PNG")
-    return atomic_write(out, buf.getvalue())
+    return Explanation(sheet, rows, scores, f"SGI matches · {backend.spec} · regions {cfg.region_cfg.name}")
 
 
 def single_item(image: str, caption: str) -> Benchmark:

@@ -15,7 +15,7 @@ as the predicate holds or fails between the regions chosen for its subject and o
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import torch
@@ -64,10 +64,36 @@ class SGIConfig:
             raise UnbagError(f"SGI phases must be a whole number >= 1, got {self.phases!r}")
         if self.segmenter not in ("auto", "spacy", "rules"):
             raise UnbagError(f"unknown segmenter {self.segmenter!r}; use auto, spacy or rules")
-        self.region_cfg = RegionConfig.parse(self.regions, self.mode, scales=tuple(self.scales))
+        self.scales = _scales(self.scales)
+        self.region_cfg = RegionConfig.parse(self.regions, self.mode, scales=self.scales)
+
+    @classmethod
+    def from_options(cls, options: dict) -> "SGIConfig":
+        """A config from keyword options (CLI flags, plan tables, API keywords); an unknown name
+        is an error that lists the options."""
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise UnbagError(f"unknown SGI option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                             f"SGI takes: {', '.join(names)}")
+        for name in ("mix", "relation_weight"):
+            if name in options and not isinstance(options[name], (int, float)):
+                raise UnbagError(f"SGI option {name} must be a number, got {options[name]!r}")
+        return cls(**options)
 
     def record(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "cache_dir"}
+
+
+def _scales(value) -> tuple[float, ...]:
+    """Grid window sides as fractions of the image side in (0, 1], from '0.5,0.333' or numbers."""
+    try:
+        vals = tuple(float(x) for x in (value.split(",") if isinstance(value, str) else value))
+    except (TypeError, ValueError):
+        raise UnbagError(f"SGI scales are comma-separated numbers, got {value!r}") from None
+    if not vals or not all(0 < v <= 1 for v in vals):
+        raise UnbagError(f"SGI scales are fractions of the image side in (0, 1], got {value!r}")
+    return vals
 
 
 @dataclass

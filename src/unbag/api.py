@@ -1,0 +1,196 @@
+"""unbag's Python API (docs/api.md): the functions the CLI commands stand on, with keyword options.
+
+Nothing here prints, configures logging or changes torch's threads; progress bars appear only
+with `progress=True`. Every function raises `unbag.UnbagError` with a message that names the
+argument, option, file or field at fault.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+import numpy as np
+
+from .errors import UnbagError
+
+if TYPE_CHECKING:
+    import torch
+    from PIL import Image
+
+    from .benchmarks.base import Benchmark
+    from .models.base import Backend
+    from .sgi.explain import Explanation
+
+# a file path, a PIL image, or pixels [H, W, 3] uint8
+ImageInput = Union[str, os.PathLike, "Image.Image", np.ndarray]
+
+
+def default_device() -> str:
+    """'cuda' when torch sees a GPU, else 'cpu' (what the CLI uses when --device is not given)."""
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_model(spec: str = "builtin", device: str | None = None) -> "Backend":
+    """The model a spec names (any spec `unbag eval --model` takes), in eval mode on `device`."""
+    from . import models
+    return models.load(spec, device=device or default_device())
+
+
+def load_benchmark(spec: str = "ctrl", seed: int = 0, per_category: int | None = None) -> "Benchmark":
+    """A benchmark by spec (any `unbag eval --bench`); iterate it for its items. `per_category`
+    sizes the generated `ctrl` (items per category and split; default 400)."""
+    from . import benchmarks
+    if per_category is not None:
+        if spec != "ctrl":
+            raise UnbagError(f"per_category sizes the generated ctrl benchmark only, not {spec!r}")
+        from .benchmarks.ctrl import generated
+        return generated(seed=seed, per_category=per_category)
+    return benchmarks.load(spec, seed=seed)
+
+
+def _backend(model: "str | Backend", device: str | None = None) -> "Backend":
+    from .models.base import Backend
+    if isinstance(model, Backend):
+        return model
+    if isinstance(model, str):
+        return load_model(model, device)
+    raise UnbagError("model: expected a model spec string or a model from unbag.load_model, "
+                     f"got {type(model).__name__}")
+
+
+def _image_refs(images: Any, arg: str = "images") -> list:
+    """Image references the benchmarks' loaders take, from paths, PIL images or uint8 arrays."""
+    from PIL import Image
+    if isinstance(images, (str, os.PathLike, Image.Image)) or (isinstance(images, np.ndarray) and images.ndim == 3):
+        images = [images]
+    refs = []
+    for k, im in enumerate(images):
+        if isinstance(im, (str, os.PathLike)):
+            refs.append(str(im))
+        elif isinstance(im, Image.Image):
+            refs.append(np.asarray(im.convert("RGB")).copy())
+        elif isinstance(im, np.ndarray):
+            if im.dtype != np.uint8 or im.ndim != 3 or im.shape[2] != 3:
+                raise UnbagError(f"{arg}[{k}]: an array must be H x W x 3 uint8 RGB pixels, got shape "
+                                 f"{tuple(im.shape)} and dtype {im.dtype}")
+            refs.append(np.ascontiguousarray(im))
+        else:
+            raise UnbagError(f"{arg}[{k}]: expected a file path, a PIL image or an H x W x 3 uint8 array, "
+                             f"got {type(im).__name__}")
+    if not refs:
+        raise UnbagError(f"{arg} is empty: give at least one image")
+    return refs
+
+
+def _captions(captions: Any, arg: str = "captions") -> list[str]:
+    captions = [captions] if isinstance(captions, str) else list(captions)
+    if not captions:
+        raise UnbagError(f"{arg} is empty: give at least one caption")
+    for k, c in enumerate(captions):
+        if not isinstance(c, str) or not c.strip():
+            raise UnbagError(f"{arg}[{k}]: expected a non-empty string, got {c!r}")
+    return captions
+
+
+def _pairs(images: Any, captions: Any, name: str) -> "Benchmark":
+    """Every image against every caption, as one benchmark item."""
+    from .benchmarks.base import Benchmark, Item
+    item = Item(name, _image_refs(images), _captions(captions), {}, source=name)
+    return Benchmark(name, name, [item])
+
+
+def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, captions: Sequence[str] | str,
+          protocol: str = "global", *, batch_size: int = 256, progress: bool = False,
+          **options: Any) -> "torch.Tensor":
+    """Scores [len(images), len(captions)] of every image against every caption under `protocol`
+    (`global`, `sgi`, `sgi:paper`, `head:PATH`, `head:builtin:KIND`); SGI options as keywords."""
+    from . import scoring
+    backend = _backend(model)
+    protocol = scoring.resolve(protocol, backend.spec)
+    fn, _ = scoring.build(protocol, options)
+    bench = _pairs(images, captions, "unbag.score")
+    return fn(backend, bench, batch_size=batch_size, progress=progress)[0]
+
+
+def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "global", *,
+             out: str | os.PathLike | None = None, batch_size: int = 256, device: str | None = None,
+             seed: int = 0, progress: bool = False, **options: Any) -> dict:
+    """The results dict `unbag eval` writes (metrics, ties, counts, config, timings...); with
+    `out`, also the results JSON and per-item JSONL. `model` and `bench` may be loaded already."""
+    from .evaluation import evaluate as run
+    if not isinstance(model, str):
+        model = _backend(model)
+    return run(model, bench, protocol, out=str(out) if out else None, batch_size=batch_size,
+               device=device or default_device(), seed=seed, progress=progress, options=options)
+
+
+def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, caption: Sequence[str] | str,
+            protocol: str = "sgi", **options: Any) -> "Explanation":
+    """Which region each caption segment chose under an SGI protocol: `.image` (PIL drawing),
+    `.rows` (segment, kind, region, cosine), `.scores` [images, captions], `.table()`, `.save(png)`."""
+    from .scoring import SGI_PRESETS
+    from .sgi.explain import explain as draw
+    from .sgi.protocol import SGIConfig
+    if protocol not in SGI_PRESETS:
+        raise UnbagError(f"explain draws SGI matches: protocol must be one of {', '.join(SGI_PRESETS)}, "
+                         f"got {protocol!r}")
+    cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **{k: v for k, v in options.items() if v is not None}})
+    return draw(_backend(model), _pairs(image, caption, "unbag.explain"), cfg)
+
+
+def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: int = 20000,
+             device: str | None = None, progress: bool = False) -> Path:
+    """Cache frozen features for head training: `world[:SEED]` (stream samples and their twins)
+    or `swaps[:SEED]` (in-distribution SWAP items, seed 1000 by default); the cache folder."""
+    from .heads.features import extract_swaps, extract_world
+    name, _, seed = data.partition(":")
+    extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
+    if name not in extract:
+        raise UnbagError(f"unknown feature data {data!r}; available: world[:SEED], swaps[:SEED]")
+    if seed and not seed.isdigit():
+        raise UnbagError(f"feature data {data!r}: the seed after ':' must be a whole number")
+    fn, default_seed = extract[name]
+    return Path(fn(_backend(model, device), out, n=n, seed=int(seed) if seed else default_seed, progress=progress))
+
+
+def train(method: str, model: "str | None" = None, data: str | os.PathLike = "world",
+          out: str | os.PathLike | None = None, *, resume: bool = False, progress: bool = False,
+          **hyperparameters: Any) -> Path:
+    """Train `method` (clip, ft, negclip, clic, degla; or a head: tflocal, tflocal-li, tfglobal,
+    tfregions on a feature cache DIR as `data`) and return the folder of the trained model or head.
+    Hyperparameters are the CLI's flags as keywords (e.g. steps=600, lr=1e-4); unset ones take the
+    method's defaults. `resume=True` continues an interrupted run from OUT/ckpt."""
+    from .heads.train import HEADS
+    if not out:
+        raise UnbagError("train: give `out`, the folder the run writes")
+    hp = {k: v for k, v in hyperparameters.items() if v is not None}
+    data = str(data)
+    if method in HEADS:
+        if resume:
+            raise UnbagError("heads train in one go from their feature cache; resume applies to the methods")
+        return _train_head(method, model, data, Path(out), progress, hp)
+    from .training.engine import TrainConfig, Trainer
+    cfg = TrainConfig.for_method(method, model=model or "open_clip:unbag-tiny", data=data,
+                                 **{"device": default_device(), **hp})
+    return Path(Trainer(cfg, out).fit(resume=resume, progress=progress))
+
+
+def _train_head(method: str, model: str | None, data: str, out: Path, progress: bool, hp: dict) -> Path:
+    from dataclasses import fields
+
+    from .heads.common import HeadConfig
+    from .heads.features import FeatureCache
+    from .heads.train import HeadTrainConfig, train_head
+    arch = {f.name for f in fields(HeadConfig)} - {"kind", "dim", "patches"}
+    run = {f.name for f in fields(HeadTrainConfig)} - {"head"}
+    unknown = sorted(set(hp) - arch - run)
+    if unknown:
+        raise UnbagError(f"unknown options for head {method}: {', '.join(unknown)}; heads take "
+                         f"{', '.join(sorted(arch | run))}")
+    if model is not None:
+        FeatureCache(data, _backend(model, "cpu"))  # refuses a cache made with other weights
+    cfg = HeadTrainConfig(head=HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch}),
+                          **{k: v for k, v in hp.items() if k in run})
+    return Path(train_head(data, cfg, out, progress=progress))
