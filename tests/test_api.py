@@ -12,7 +12,6 @@ from PIL import Image
 
 import unbag
 from unbag import UnbagError
-from unbag.benchmarks.base import Benchmark
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 PROTOCOLS = ["global", "sgi", "sgi:paper", "head:builtin:tflocal", "head:builtin:tfglobal", "head:builtin:tfregions"]

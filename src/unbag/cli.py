@@ -89,7 +89,8 @@ def _sgi_options(a: argparse.Namespace) -> dict:
     """The SGI flags that were given (the protocol refuses them unless it is an SGI protocol)."""
     opts = {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
             "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir, "relations": a.relations,
-            "relation_weight": a.relation_weight, "scales": a.scales, "phases": a.phases}
+            "relation_weight": a.relation_weight, "scales": a.scales, "phases": a.phases,
+            "counts": a.counts, "count_weight": a.count_weight}
     return {k: v for k, v in opts.items() if v is not None}
 
 
@@ -102,8 +103,11 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g.add_argument("--match", default=None, help="kind (default: object segments -> single regions) | all")
     g.add_argument("--mix", type=float, default=None, help="weight of the global score (default 0)")
     g.add_argument("--segmenter", default=None, help="auto (default) | spacy | rules")
-    g.add_argument("--relations", default=None, help="cosine (default, the paper's) | geometry "
-                   "(also check left/right/above/below between the chosen regions)")
+    g.add_argument("--relations", default=None, help="geometry (default: also check left/right/above/below/"
+                   "front/behind between the chosen regions) | cosine (the paper's)")
+    g.add_argument("--counts", default=None, help="check (default: a counted phrase must fit as many single "
+                   "regions as it says) | off (the paper's)")
+    g.add_argument("--count-weight", type=float, default=None, help="weight of the count check (0.3)")
     g.add_argument("--relation-weight", type=float, default=None, help="weight of the geometry check (0.1)")
     g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
     g.add_argument("--phases", type=int, default=None, help="mask mode: encode each region at N shifts "

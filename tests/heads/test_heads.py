@@ -155,12 +155,12 @@ def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache
 
 
 def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tiny_bench):
-    """TFRegions starts with a zero correction: its scores are SGI's (same regions, same match rule)
-    times the initial temperature, item by item."""
+    """TFRegions starts with a zero correction: its scores are default SGI's (same regions, same match
+    rule, plus SGI's count and geometry checks) times the initial temperature, item by item."""
     from unbag import benchmarks
     from unbag.evaluation import evaluate
     from unbag.heads.protocol import score_head
-    from unbag.sgi.protocol import score_sgi
+    from unbag.sgi.protocol import SGIConfig, score_sgi
 
     out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tfregions"), steps=0), tmp_path / "h",
                      progress=False)
@@ -168,7 +168,8 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
     assert rec["head"]["patches"] == 16 and float(head.logit_scale.exp()) == pytest.approx(50.0)
     bench = benchmarks.load(f"ctrl:{tiny_bench}")
     backend = models.load("builtin")
-    assert torch.allclose(score_head(backend, bench, path=str(out)), 50.0 * score_sgi(backend, bench), atol=1e-3)
+    sgi = score_sgi(backend, bench, cfg=SGIConfig())
+    assert torch.allclose(score_head(backend, bench, path=str(out)), 50.0 * sgi, atol=1e-3)
     assert evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)["n_items"] == 30
 
 

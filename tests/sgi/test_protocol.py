@@ -113,8 +113,56 @@ def test_geometry_check_of_relations():
     assert geometry(segs, [right, left, left, left]) == [0, 0, -1, 0]
 
 
+def test_every_predicate_by_hand():
+    from unbag.sgi.protocol import holds
+
+    a, b = ((0, 0, 10, 10),), ((30, 20, 40, 40),)  # a: left, higher, its bottom edge above b's
+    assert holds("left", a, b) and not holds("right", a, b) and holds("right", b, a)
+    assert holds("above", a, b) and holds("below", b, a) and not holds("below", a, b)
+    assert holds("behind", a, b) and holds("front", b, a) and not holds("front", a, b)
+    union = ((0, 0, 10, 10), (50, 0, 60, 10))  # a union's box spans its parts: centre x = 30
+    assert holds("right", union, ((0, 30, 20, 40),)) and holds("left", union, ((40, 30, 50, 40),))
+
+
+def test_count_check_by_hand():
+    from unbag.sgi.protocol import ImageRegions, count_check
+    from unbag.sgi.segments import Segment
+
+    # four single regions and one union; descriptions 0 ("a star") and 1 ("a cone") as unit vectors
+    star, cone = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    near = lambda v, w: torch.nn.functional.normalize(v + 0.2 * w, dim=0)  # noqa: E731
+    emb = torch.stack([near(star, cone), near(star, cone), near(star, cone), near(cone, star), star])
+    r = ImageRegions([((0, 0, 1, 1),), ((2, 0, 3, 1),), ((4, 0, 5, 1),), ((6, 0, 7, 1),),
+                      ((0, 0, 1, 1), (2, 0, 3, 1))], emb)
+    desc = torch.stack([star, cone])
+    right = [Segment("three stars", "group", count=3), Segment("one cone", "object", count=1)]
+    wrong = [Segment("one star", "object", count=1), Segment("three cones", "group", count=3)]
+    assert count_check(right, r, desc) == [1.0, 1.0] and count_check(wrong, r, desc) == [-1.0, -1.0]
+    # a caption that counts nothing, or says "one" only, is not checked
+    assert count_check([Segment("a star", "object", count=1), Segment("a cone", "object", count=1)], r, desc) == [0, 0]
+    # a description the encoder favours everywhere ("a cone" beats "a star" even on the stars) does
+    # not claim every region: cosines are standardised per description over the single regions
+    n = torch.nn.functional.normalize
+    s3, c3 = n(torch.tensor([1.0, 0.0, 1.0]), dim=0), n(torch.tensor([0.0, 1.0, 1.0]), dim=0)
+    r3 = ImageRegions(r.regions[:4], torch.stack([s3, s3, s3, c3]))
+    biased = torch.stack([n(torch.tensor([1.0, 0.0, 0.2]), dim=0), n(torch.tensor([0.35, 0.4, 1.0]), dim=0)])
+    raw = biased @ r3.emb.T
+    assert (raw.argmax(0) == 1).all()  # plain argmax would call all four cones
+    assert count_check(right, r3, biased) == [1.0, 1.0] and count_check(wrong, r3, biased) == [-1.0, -1.0]
+
+
+def test_count_option_changes_only_counting_captions(tiny, small_bench):
+    off = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups", counts="off"))
+    on = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups", counts="check", count_weight=0.4))
+    cnt = torch.tensor([it.group["category"] == "count" for it in small_bench.items])
+    assert torch.equal(off[~cnt], on[~cnt])
+    d = (on[cnt] - off[cnt]).flatten()
+    # two counted phrases per caption, each +-1: the score moves by -w, 0 or +w (w / K * sum)
+    assert all(min(abs(float(x) - v) for v in (-0.4, 0.0, 0.4)) < 1e-5 for x in d) and d.abs().max() > 0
+
+
 def test_geometry_option_shifts_scores_by_the_weight(tiny, small_bench):
-    base = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups"))
+    base = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups", relations="cosine"))
     geo = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups", relations="geometry", relation_weight=0.3))
     rel = torch.tensor([it.group["category"] == "relation" for it in small_bench.items])
     assert torch.equal(base[~rel], geo[~rel])  # only items with relation segments change
@@ -144,3 +192,10 @@ def test_phase_views_are_averaged_unit_embeddings(tiny, small_bench, monkeypatch
     assert torch.allclose(one[0].emb[0], e[0], atol=1e-5)
     with pytest.raises(UnbagError, match="phases"):
         SGIConfig(phases=0)
+
+
+def test_checks_only_is_what_the_checks_add(tiny, small_bench):
+    full = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups"))
+    bare = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups", counts="off", relations="cosine"))
+    only = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt+groups"), checks_only=True)
+    assert torch.allclose(only, full - bare, atol=1e-6) and only.abs().sum() > 0

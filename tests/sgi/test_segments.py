@@ -90,3 +90,24 @@ def test_spacy_relation_predicate_uses_the_linking_words():
     rels = {s.text: s for s in ss if s.kind == "relation"}
     assert rels["a cat on top of a red table"].predicate == "above"
     assert rels["a cat on top of a red table"].parts == (0, 1)
+
+
+@needs_spacy
+@pytest.mark.parametrize("text, predicate", [
+    ("a cat under a wooden table", "below"), ("a dog in front of a red car", "front"),
+    ("a man standing behind a tree", "behind"), ("a cup on a table", "above"),
+    ("a lamp above the bed", "above"), ("a bird to the right of a statue", "right"),
+    ("a red cube on the left of a blue sphere", "left"), ("a box on top of a shelf", "above"),
+    ("a cat beneath a chair", "below"), ("a man riding a horse", None)])
+def test_spacy_parses_spatial_predicates_of_free_text(text, predicate):
+    rels = [s for s in seg.parse_spacy(text, seg.spacy_model()) if s.kind == "relation"]
+    assert len(rels) == 1 and rels[0].parts == (0, 1) and rels[0].predicate == predicate, rels
+
+
+def test_descriptions_of_counted_phrases():
+    assert seg.description("three small red rubber cubes") == "a small red rubber cube"
+    assert seg.description("two large orange boxes") == "a large orange box"
+    assert seg.description("one tiny berry") == "a tiny berry"
+    assert seg.description("4 elephants") == "an elephant"
+    assert [seg.singular(w) for w in ("glasses", "cherries", "spheres", "grass")] == [
+        "glass", "cherry", "sphere", "grass"]

@@ -2,6 +2,11 @@
 
 The head is a cross-encoder, so it scores only the pairs an item asks about (images x captions of
 the item), from frozen features computed once per distinct image and caption.
+
+TFRegions starts as SGI's matching and learns a correction to it; SGI's two structure checks
+(counts, spatial relations: docs/sgi.md) are not learned, so they are added to its score as SGI
+adds them, in the head's units (times its temperature). An untrained TFRegions head therefore
+ranks exactly as default SGI does.
 """
 from __future__ import annotations
 
@@ -56,5 +61,14 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     cc = cap_idx[:, None, :].expand(-1, n_img, -1).reshape(-1)
     pick = lambda d, idx: {n: None if t is None else t[idx] for n, t in d.items()}  # noqa: E731
     out = torch.cat([head(**pick(img, ii[s:s + batch_size]), **pick(txt, cc[s:s + batch_size]))
-                     for s in range(0, len(ii), batch_size)])
-    return out.view(len(items), n_img, n_cap)
+                     for s in range(0, len(ii), batch_size)]).view(len(items), n_img, n_cap)
+    if head.cfg.kind == "tfregions":
+        out = out + head.logit_scale.exp() * structure_checks(backend, bench, batch_size)
+    return out
+
+
+def structure_checks(backend: Backend, bench: Benchmark, batch_size: int = 256) -> torch.Tensor:
+    """What SGI's count and geometry checks add to each score [items, images, captions] (regions
+    come from SGI's in-memory cache, so this costs the matching, not the encoding)."""
+    from ..sgi.protocol import SGIConfig, score_sgi
+    return score_sgi(backend, bench, batch_size, cfg=SGIConfig(counts="check", relations="geometry"), checks_only=True)

@@ -13,7 +13,7 @@ from .cosine import score_global
 SGI_PRESETS: dict[str, dict] = {
     "sgi": {},
     "sgi:paper": {"regions": "grid", "mode": "crop", "match": "all", "phases": 1, "assign": "max",
-                  "relations": "cosine", "mix": 0.0},
+                  "relations": "cosine", "counts": "off", "mix": 0.0},
 }
 PROTOCOLS = ("global", *SGI_PRESETS, "head:PATH", "head:builtin:tflocal|tfglobal|tfregions")
 
@@ -43,5 +43,10 @@ def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
         from ..heads.train import load_head
         path = protocol[len("head:"):]
         _, record = load_head(path)
-        return functools.partial(score_head, path=path), {"head": record["head"], "backbone": record["backbone"]}
+        recorded = {"head": record["head"], "backbone": record["backbone"]}
+        if record["head"]["kind"] == "tfregions":  # SGI's structure checks, added (heads/protocol.py)
+            from ..sgi.protocol import SGIConfig
+            cfg = SGIConfig().record()
+            recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
+        return functools.partial(score_head, path=path), recorded
     raise UnbagError(f"unknown protocol {protocol!r}; available: {', '.join(PROTOCOLS)}")

@@ -4,14 +4,17 @@ score(I, T) = mean over the caption's segments of the best cosine between the se
 image region (`assign="max"`, the paper's), or of a one-to-one segment-region assignment
 (`assign="hungarian"`), optionally mixed with the global cosine: (1 - mix) * sgi + mix * global.
 
-unbag's choices (documented in docs/sgi.md): regions default to background-difference blobs plus
-their unions, masked in place (absolute size and position survive, unlike the paper's crops);
-with `match="kind"` an object segment is matched only to single regions, a group segment that
-says how many ("three red spheres") only to unions of that many regions, and a relation segment to
-any region, so "a red cube" cannot be satisfied by a union that merely contains red and a cube
-somewhere. With `relations="geometry"` (off by default; not in the paper) a relation whose
-words name a spatial predicate (left of, right of, above, below...) adds +-relation_weight / K
-as the predicate holds or fails between the regions chosen for its subject and object.
+unbag's choices (documented in docs/sgi.md; the `sgi:paper` preset turns them all off): regions
+default to background-difference blobs plus their unions, masked in place (absolute size and
+position survive, unlike the paper's crops); with `match="kind"` an object segment is matched only
+to single regions, a counted group segment ("three red spheres") only to unions of exactly that
+many regions, and a relation segment to any region, so "a red cube" cannot be satisfied by a union
+that merely contains red and a cube somewhere. Two structure checks add +-weight / K to the score
+(K segments): `counts="check"` (count_weight) for each counted phrase of a caption that counts,
+as the number of single regions that fit its description best matches the number it says or
+not; `relations="geometry"` (relation_weight) for each relation whose words name a spatial
+predicate (left of, right of, above, on, under, in front of, behind...), as it holds or fails
+between the regions chosen for its subject and object.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from .regions import RegionConfig, background_color, cropped, masked, masked_shi
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
 RELATIONS = ("cosine", "geometry")
+COUNTS = ("off", "check")
 
 
 @dataclass
@@ -45,10 +49,12 @@ class SGIConfig:
     match: str = "kind"
     mix: float = 0.0
     segmenter: str = "auto"  # auto: the benchmark's own segments when it has them, else spaCy
-    relations: str = "cosine"  # geometry: also check the spatial predicate on the chosen regions
+    relations: str = "geometry"  # also check the spatial predicate on the chosen regions; cosine: do not
     relation_weight: float = 0.1
     scales: tuple[float, ...] = (0.5, 1 / 3)
     phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
+    counts: str = "check"  # counted phrases must fit as many single regions as they say; off: do not
+    count_weight: float = 0.3
     cache_dir: str | None = None
 
     def __post_init__(self):
@@ -62,6 +68,8 @@ class SGIConfig:
             raise UnbagError(f"unknown relation scoring {self.relations!r}; use one of {', '.join(RELATIONS)}")
         if not isinstance(self.phases, int) or self.phases < 1:
             raise UnbagError(f"SGI phases must be a whole number >= 1, got {self.phases!r}")
+        if self.counts not in COUNTS:
+            raise UnbagError(f"unknown SGI count handling {self.counts!r}; use one of {', '.join(COUNTS)}")
         if self.segmenter not in ("auto", "spacy", "rules"):
             raise UnbagError(f"unknown segmenter {self.segmenter!r}; use auto, spacy or rules")
         self.scales = _scales(self.scales)
@@ -76,7 +84,7 @@ class SGIConfig:
         if unknown:
             raise UnbagError(f"unknown SGI option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                              f"SGI takes: {', '.join(names)}")
-        for name in ("mix", "relation_weight"):
+        for name in ("mix", "relation_weight", "count_weight"):
             if name in options and not isinstance(options[name], (int, float)):
                 raise UnbagError(f"SGI option {name} must be a number, got {options[name]!r}")
         return cls(**options)
@@ -237,9 +245,19 @@ def region_count(s: seg.Segment) -> int:
     return 1 if s.kind == "object" else (s.count or 0 if s.kind == "group" else 0)
 
 
-def _centre(region) -> tuple[float, float]:
-    return ((min(b[0] for b in region) + max(b[2] for b in region)) / 2,
-            (min(b[1] for b in region) + max(b[3] for b in region)) / 2)
+def _box(region) -> tuple[float, float, float, float]:
+    """The box around a region's boxes (x0, y0, x1, y1)."""
+    return (min(b[0] for b in region), min(b[1] for b in region), max(b[2] for b in region),
+            max(b[3] for b in region))
+
+
+def holds(predicate: str, a, b) -> bool:
+    """Whether `predicate` holds between regions a (subject) and b (object): left / right / above /
+    below compare centres; front / behind compare bottom edges (nearer the camera reaches lower)."""
+    (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = _box(a), _box(b)
+    acx, acy, bcx, bcy = (ax0 + ax1) / 2, (ay0 + ay1) / 2, (bx0 + bx1) / 2, (by0 + by1) / 2
+    return {"left": acx < bcx, "right": acx > bcx, "above": acy < bcy, "below": acy > bcy,
+            "front": ay1 > by1, "behind": ay1 < by1}[predicate]
 
 
 def geometry(segs: list[seg.Segment], chosen: list) -> list[float]:
@@ -250,17 +268,43 @@ def geometry(segs: list[seg.Segment], chosen: list) -> list[float]:
         if s.kind != "relation" or s.parts is None or s.predicate is None:
             out.append(0.0)
             continue
-        (ax, ay), (bx, by) = _centre(chosen[s.parts[0]]), _centre(chosen[s.parts[1]])
-        holds = {"left": ax < bx, "right": ax > bx, "above": ay < by, "below": ay > by}[s.predicate]
-        out.append(1.0 if holds else -1.0)
+        out.append(1.0 if holds(s.predicate, chosen[s.parts[0]], chosen[s.parts[1]]) else -1.0)
     return out
+
+
+def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) -> list[float]:
+    """Per segment of a caption that counts ("three red cubes and one blue cone"): +1 / -1 when the
+    phrase names as many things as there are single regions that fit its description ("a red cube")
+    best among the caption's counted phrases, 0 for phrases without a count. Each description's
+    cosines are standardised over the image's single regions first, so a description the encoder
+    scores high everywhere does not claim every region. No check when no phrase names two or more."""
+    out = [0.0] * len(segs)
+    if not any(s.kind == "group" and (s.count or 0) >= 2 for s in segs):
+        return out
+    counted = [k for k, s in enumerate(segs) if s.kind in ("object", "group") and s.count]
+    singles = [j for j, reg in enumerate(r.regions) if len(reg) == 1]
+    if len(singles) < 2 or len(counted) < 2:
+        return out
+    sim = desc[counted] @ r.emb[singles].T  # [counted, singles]
+    z = (sim - sim.mean(1, keepdim=True)) / sim.std(1, keepdim=True).clamp_min(1e-6)
+    best = z.argmax(0)
+    for i, k in enumerate(counted):
+        out[k] = 1.0 if int((best == i).sum()) == segs[k].count else -1.0
+    return out
+
+
+def checkable(segs: list[seg.Segment], cfg: SGIConfig) -> bool:
+    """Whether the count or geometry check can add anything to a caption with these segments."""
+    counts = cfg.counts == "check" and any(s.kind == "group" and (s.count or 0) >= 2 for s in segs)
+    return counts or (cfg.relations == "geometry" and any(s.kind == "relation" and s.predicate for s in segs))
 
 
 def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progress: bool = False,
               cfg: SGIConfig | None = None, details: list | None = None,
-              cache: RegionCache | None = None) -> torch.Tensor:
+              cache: RegionCache | None = None, checks_only: bool = False) -> torch.Tensor:
     """Score tensor [items, images, captions] under SGI; `details` (a list) receives, per item,
-    image and caption, the segments, regions chosen and their similarities."""
+    image and caption, the segments, regions chosen and their similarities. `checks_only`: only
+    what the count and geometry checks add (0 where a caption has nothing to check)."""
     cfg = cfg or SGIConfig()
     items = bench.items
     n_img, n_cap = len(items[0].images), len(items[0].captions)
@@ -268,20 +312,30 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
     segs = caption_segments(bench, cfg)
     flat = [s.text for ss in segs for s in ss]
     temb = encode_texts(backend, flat, progress=progress)
+    if cfg.counts == "check":  # one description embedding per segment ("a red cube" for "three red cubes")
+        demb = encode_texts(backend, [seg.description(s.text) for ss in segs for s in ss], progress=progress)
     scores = torch.empty(len(items), n_img, n_cap)
     t = 0
-    seg_emb = []
+    seg_emb, desc_emb = [], []
     for ss in segs:
         seg_emb.append(temb[t:t + len(ss)])
+        desc_emb.append(demb[t:t + len(ss)] if cfg.counts == "check" else None)
         t += len(ss)
     for n in range(len(items)):
         for i in range(n_img):
             r = regs[n * n_img + i]
             for c in range(n_cap):
                 ss, e = segs[n * n_cap + c], seg_emb[n * n_cap + c]
+                if checks_only and not checkable(ss, cfg):
+                    scores[n, i, c] = 0.0
+                    continue
                 sim = e @ r.emb.T
                 allowed = allowed_pairs(ss, r) if cfg.match == "kind" else torch.ones_like(sim, dtype=torch.bool)
                 scores[n, i, c], choice = aggregate(sim, allowed, cfg.assign)
+                if checks_only:
+                    scores[n, i, c] = 0.0
+                if cfg.counts == "check":
+                    scores[n, i, c] += cfg.count_weight * sum(count_check(ss, r, desc_emb[n * n_cap + c])) / len(ss)
                 if cfg.relations == "geometry":
                     geo = geometry(ss, [r.regions[j] for j in choice])
                     scores[n, i, c] += cfg.relation_weight * sum(geo) / len(ss)
@@ -290,7 +344,7 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
                                     "segments": [(s.text, s.kind) for s in ss],
                                     "regions": [r.regions[j] for j in choice],
                                     "sims": [float(sim[k, j]) for k, j in enumerate(choice)]})
-    if cfg.mix > 0:
+    if cfg.mix > 0 and not checks_only:
         from ..scoring.cosine import score_global
         scores = (1 - cfg.mix) * scores + cfg.mix * score_global(backend, bench, batch_size, progress)
     return scores

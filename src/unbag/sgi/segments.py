@@ -50,20 +50,50 @@ def count_of(text: str) -> int | None:
     return None
 
 
-# words between subject and object -> spatial predicate on the two regions' centres
-PREDICATES = (("to the left of", "left"), ("on the left of", "left"), ("left of", "left"),
-              ("to the right of", "right"), ("on the right of", "right"), ("right of", "right"),
-              ("on top of", "above"), ("above", "above"), ("over", "above"),
-              ("below", "below"), ("under", "below"), ("beneath", "below"), ("underneath", "below"))
+def singular(word: str) -> str:
+    """A plural noun's singular by English spelling rules (cubes -> cube, boxes -> box, berries -> berry)."""
+    w = word.lower()
+    if len(w) > 3 and w.endswith("ies"):
+        return word[:-3] + "y"
+    if w.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def description(text: str) -> str:
+    """What one of the things a counted phrase names looks like: 'three small red cubes' -> 'a small
+    red cube' (number word dropped, head noun made singular; the noun is the phrase's last word)."""
+    words = text.split()
+    if words and (words[0].lower() in COUNTS or words[0].isdigit()):
+        words = words[1:]
+    if not words:
+        return text
+    words[-1] = singular(words[-1])
+    return ("an " if words[0][0].lower() in "aeiou" else "a ") + " ".join(words)
+
+
+# words between subject and object -> spatial predicate checked on the two regions (sgi/protocol.py,
+# `geometry`): left / right / above / below compare the regions' centres; front / behind compare
+# their bottom edges (on a ground plane, what is nearer the camera reaches lower in the picture).
+# Longer phrases first: "on top of" before "on", "in front of" before "in".
+PREDICATES = (("to the left of", "left"), ("on the left of", "left"), ("on the left side of", "left"),
+              ("left of", "left"), ("to the right of", "right"), ("on the right of", "right"),
+              ("on the right side of", "right"), ("right of", "right"),
+              ("on top of", "above"), ("atop", "above"), ("above", "above"), ("over", "above"),
+              ("sitting on", "above"), ("standing on", "above"), ("lying on", "above"), ("on", "above"),
+              ("below", "below"), ("under", "below"), ("beneath", "below"), ("underneath", "below"),
+              ("in front of", "front"), ("before", "front"),
+              ("behind", "behind"), ("in back of", "behind"), ("at the back of", "behind"))
 
 
 def predicate_of(words: str) -> str | None:
-    """The spatial predicate named by the words linking subject and object, if any."""
+    """The spatial predicate named by the words linking subject and object, if any (the longest
+    phrase that occurs wins: "on top of" over "on", "to the left of" over "of")."""
     w = f" {words.lower().strip()} "
-    for phrase, pred in PREDICATES:
-        if f" {phrase} " in w:
-            return pred
-    return None
+    found = [(len(phrase), pred) for phrase, pred in PREDICATES if f" {phrase} " in w]
+    return max(found)[1] if found else None
 
 
 def from_grammar(segments: list[dict]) -> list[Segment]:
