@@ -192,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--steps", type=int, default=None, help="optimisation steps (1000)")
     t.add_argument("--out", required=True)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")
-    g = t.add_argument_group("hyperparameters (default: the method's, from the spec)")
+    g = t.add_argument_group("hyperparameters (default: the method's, docs/training.md)")
     g.add_argument("--batch-size", type=int, default=None, help="global batch (heads: 64)")
     g.add_argument("--lr", type=float, default=None, help="heads: 2e-3")
     g.add_argument("--min-lr", type=float, default=None, help="end of the cosine schedule")

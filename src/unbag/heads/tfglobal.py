@@ -1,6 +1,6 @@
 """TFGlobal: the same capacity as TFLocal over the frozen *global* image embedding only.
 
-The control of spec methods.md section 3: a transformer over [global image vector; text vectors]
+The control of arXiv 2604.11496 (TFGlobal): a transformer over [global image vector; text vectors]
 (phrases or caption tokens, as TFLocal), scoring from the image position. If it matches TFLocal,
 capacity and not local features explains TFLocal's gains.
 """

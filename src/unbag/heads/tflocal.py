@@ -1,6 +1,6 @@
 """TFLocal: text vectors cross-attend to frozen patch tokens; one match score per (image, text).
 
-Spec methods.md section 3 (architecture is unbag's choice). Each text vector (a caption phrase
+TFLocal of arXiv 2604.11496 (the architecture is unbag's choice, docs/heads.md). Each text vector (a caption phrase
 encoded on its own, or a caption token) is a query; `layers` transformer decoder layers let the
 queries attend to the projected patch tokens (with learned positions) and to each other; each query
 yields a score, averaged over the real (unmasked) queries.

@@ -1,6 +1,6 @@
 """TFRegions: TFLocal over object regions instead of patches; starts as SGI and learns a correction.
 
-unbag's variant of spec methods.md section 3 (the paper's TFLocal attends to patch tokens). The
+unbag's variant of TFLocal (arXiv 2604.11496) (the paper's TFLocal attends to patch tokens). The
 image tokens are SGI's region embeddings (blobs and their unions, masked in place, in the joint
 space); one transformer layer lets each region see the others (counts, context). Each phrase
 scores each region it may match (SGI's match="kind" rule: object phrases single regions, "n ..."

@@ -118,8 +118,8 @@ class OpenCLIPBackend(Backend):
     def early_patches(self, pixels: torch.Tensor, layer: int = 0) -> torch.Tensor:
         """Patch tokens after transformer block `layer`, through ln_post and the projection [N, P, D].
 
-        Not part of the Backend contract: an extra view for the heads (the prototype in world.md
-        found early-layer patches help a local head)."""
+        Not part of the Backend contract: an extra view for the heads (a prototype of
+        the world found early-layer patches help a local head)."""
         visual = self.model.visual
         out = visual.forward_intermediates(pixels, indices=[layer], normalize_intermediates=True,
                                            intermediates_only=True, output_fmt="NLC")

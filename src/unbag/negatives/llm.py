@@ -1,6 +1,6 @@
 """An LLM-backed NegativeGenerator: a local transformers causal LM prompted as in DeGLA.
 
-DeGLA (spec methods.md section 7) asks Llama-3.1-8B, per negative type, for a caption with a
+DeGLA (arXiv 2504.16801) asks Llama-3.1-8B, per negative type, for a caption with a
 clearly different or opposite meaning, showing 5 in-context examples. This generator builds the
 same kind of prompt for any local causal LM (`AutoModelForCausalLM`), keeps an answer only when it
 passes `differs` (a real change of meaning-bearing words) and otherwise falls back to the rule

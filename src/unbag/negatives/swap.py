@@ -1,6 +1,6 @@
 """Word-swap negatives: within one caption (NegCLIP on free text) and across two (CLIC).
 
-Follows CLIC's released code (spec methods.md section 6): POS classes AUX, DET, INTJ, PART,
+Follows CLIC's released code (arXiv 2505.24424): POS classes AUX, DET, INTJ, PART,
 PUNCT, SYM, X, SCONJ and CCONJ are never swapped; a swap replaces every whole-word occurrence
 (keeping quotes around it); with no usable class, two random tokens are swapped.
 """

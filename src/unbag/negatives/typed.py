@@ -1,6 +1,6 @@
 """DeGLA's typed hard negatives: reorder, swap nouns, swap adjectives, replace adjectives, replace nouns.
 
-Spec methods.md section 7. Two rule-based generators behind one interface: `RuleGenerator` for
+DeGLA's typed negatives (arXiv 2504.16801). Two rule-based generators behind one interface: `RuleGenerator` for
 free text (spaCy POS tags and noun chunks, word lists for replacements) and `WorldGenerator`,
 exact, for ctrl captions (it edits the scene description and re-renders the caption with the
 grammar, never naming a held-out combination). `negatives/llm.py` adds an LLM-backed one.

@@ -1,4 +1,4 @@
-"""Protocol `sgi`: Structure-Guided Inference on frozen encoders (spec: methods.md section 2).
+"""Protocol `sgi`: Structure-Guided Inference on frozen encoders (arXiv 2604.11496, 2506.09691).
 
 score(I, T) = mean over the caption's segments of the best cosine between the segment and an
 image region (`assign="max"`, the paper's), or of a one-to-one segment-region assignment

@@ -24,7 +24,7 @@ ATTRIBUTES = ("size", "color", "material")
 # reliable cue that a region-masked encoder input keeps.
 RADIUS = {"small": 0.085, "large": 0.145}
 
-# Held-out attribute-object combinations (world.md): never rendered or named in training, and
+# Held-out attribute-object combinations (docs/ctrl-format.md): never rendered or named in training, and
 # every OOD test item uses at least one. Each color is held out for exactly one shape.
 HELD_OUT = {
     "color": {("red", "cube"), ("green", "sphere"), ("blue", "cylinder"), ("yellow", "cone"),

@@ -1,4 +1,4 @@
-"""CLIC: text-tower fine-tuning on concatenated image pairs (spec methods.md section 6).
+"""CLIC: text-tower fine-tuning on concatenated image pairs (arXiv 2505.24424, following its released code).
 
 Hard-negative steps see an image pair x1|x2 with texts [p1; p2; p3; p4; n] (blocks of B):
   L_cont  = 1/2 (mean_k CE_i2t(s u p_k^T) + mean_k CE_t2i(s p_k u^T))   (negatives not in it)
@@ -6,7 +6,7 @@ Hard-negative steps see an image pair x1|x2 with texts [p1; p2; p3; p4; n] (bloc
   L_uni   = mean_i ||t(p1_i) - t(p2_i)||^2                               (normalised features)
   L = 0.5 L_cont + 0.5 L_S-neg + 1.0 L_uni
 and alternate with plain CLIP steps on (x1, c1), as in the released code (AmitPeleg/CLIC).
-The vision tower is frozen by default. Deviation, as the spec notes: the concatenated images use
+The vision tower is frozen by default. Deviation (docs/training.md): the concatenated images use
 the model's own normalisation, not ImageNet's mean/std.
 """
 from __future__ import annotations

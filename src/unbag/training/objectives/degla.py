@@ -1,6 +1,6 @@
 """DeGLA: EMA self-distillation plus image- and text-grounded contrast over typed hard negatives.
 
-Spec methods.md section 7; the paper's equations, not the released code where they differ (its
+arXiv 2504.16801; the paper's equations, not the released code where they differ (its
 text-grounded mask picks other samples' negatives). With student features v_i, t_i, tn_ik and the
 EMA teacher's v*, t*, tn* (all L2-normalised):
   L_base    = 1/2 (CE(s v [T; TN]^T) + CE(s T v^T))  every image against all positives and all

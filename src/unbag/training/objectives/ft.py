@@ -1,6 +1,6 @@
 """FT: full fine-tuning with symmetric InfoNCE; hard-negative pairs join the batch as extra pairs.
 
-Spec methods.md section 4 (the authors' FT script, BiVLC's CLIP_fine_tuning.py): when a sample
+The FT baseline of arXiv 2604.11496 (the recipe of BiVLC's CLIP_fine_tuning.py, arXiv 2406.09952): when a sample
 has a negative image and a negative caption, the (negative image, negative caption) pair is
 appended as one more in-batch pair, giving (B + B_neg) x (B + B_neg) logits. Data without
 negative pairs (files, webdataset) trains plain CLIP.

@@ -1,6 +1,6 @@
 """NegCLIP: image->text over [positives; hard-negative captions], text->image over positives.
 
-Spec methods.md section 5. Every image sees every negative caption of the batch as a column
+NegCLIP (arXiv 2210.01936). Every image sees every negative caption of the batch as a column
 (B x (B + B_neg) logits), as in NegCLIP's released code; text->image is B x B over positives only.
 Negatives: binding swaps on the ctrl world; a POS-class word swap (negatives/swap.py) on free text.
 """
@@ -27,7 +27,7 @@ def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor
 class NegCLIPObjective:
     name = "negclip"
     needs_negatives = True
-    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)  # the spec gives none: FT's
+    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)  # NegCLIP's own are for another scale: FT's
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         n = len(batch["ids"])
