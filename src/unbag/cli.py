@@ -220,11 +220,8 @@ def parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default="builtin")
-    e.add_argument("--bench", default="ctrl", help="ctrl (generated) | ctrl:DIR (built with `world build`) | "
-                   "ctrl-retrieval[:N] | sugarcrepe:DIR[:IMAGE_ROOT] | sugarcrepe++:DIR[:IMAGE_ROOT] | "
-                   "aro-vgr:DIR | aro-vga:DIR | aro-coco-order:DIR | aro-flickr-order:DIR | "
-                   "valse:DIR[:IMAGE_ROOT] | winoground:DIR | bivlc:DIR | imagefolder:DIR | "
-                   "karpathy:JSON[:IMAGE_ROOT] (layouts: docs/benchmarks.md)")
+    from .benchmarks import forms
+    e.add_argument("--bench", default="ctrl", help=forms() + " (layouts: docs/benchmarks.md)")
     e.add_argument("--protocol", default="global", help="global | sgi (unbag's SGI) | sgi:paper (the paper's "
                    "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions (docs/sgi.md, docs/heads.md)")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")

@@ -89,9 +89,8 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     seed = int(plan.get("seed", 0))
     protocols = {p: (v, {}) if isinstance(v, str) else (v["protocol"], {k: x for k, x in v.items() if k != "protocol"})
                  for p, v in plan["protocols"].items()}
-    retrieval = ("ctrl-retrieval", "karpathy", "imagefolder")
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
-             if not (plan["benchmarks"][b].startswith(retrieval) and protocols[p] != ("global", {}))]
+             if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))]
     results, loaded, ids, backend = [], {}, {}, None
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]

@@ -81,6 +81,7 @@ def aro_dir(tmp_path_factory):
     for im in images:
         img(root / im["filepath"] / im["filename"], 50 + len(im["filename"]))
     (root / "dataset_coco.json").write_text(json.dumps({"images": images}))
+    (root / "dataset_flickr30k.json").write_text(json.dumps({"images": images}))  # same layout as COCO's
     return root
 
 

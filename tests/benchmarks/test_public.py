@@ -147,18 +147,41 @@ def test_bad_fixture_files_name_the_field(tmp_path, sugarcrepe_dir):
         benchmarks.load("winoground")
 
 
-@pytest.mark.parametrize("name", ["sugarcrepe", "sugarcrepe++", "aro-vgr", "aro-vga", "aro-coco-order", "valse",
-                                  "winoground", "bivlc", "imagefolder"])
+# a tiny fixture spec for every registered benchmark (a benchmark registered without one fails below)
+FIXTURES = {
+    "ctrl": lambda get: f"ctrl:{get('tiny_bench')}",
+    "ctrl-retrieval": lambda get: "ctrl-retrieval:12",
+    "sugarcrepe": lambda get: f"sugarcrepe:{get('sugarcrepe_dir')}",
+    "sugarcrepe++": lambda get: f"sugarcrepe++:{get('sugarcrepe_pp_dir')}",
+    "aro-vgr": lambda get: f"aro-vgr:{get('aro_dir')}",
+    "aro-vga": lambda get: f"aro-vga:{get('aro_dir')}",
+    "aro-coco-order": lambda get: f"aro-coco-order:{get('aro_dir')}",
+    "aro-flickr-order": lambda get: f"aro-flickr-order:{get('aro_dir')}",
+    "valse": lambda get: f"valse:{get('valse_dir')}",
+    "winoground": lambda get: f"winoground:{get('winoground_dir')}",
+    "bivlc": lambda get: f"bivlc:{get('bivlc_dir')}",
+    "imagefolder": lambda get: f"imagefolder:{get('imagefolder_dir')}",
+    "karpathy": lambda get: f"karpathy:{get('aro_dir') / 'dataset_coco.json'}",
+}
+
+
+def test_every_registered_benchmark_has_a_fixture():
+    assert set(FIXTURES) == set(benchmarks.BENCHMARKS)
+
+
+@pytest.mark.parametrize("name", list(benchmarks.BENCHMARKS))
 @pytest.mark.parametrize("model", ["open_clip", "hf-clip"])
 def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, request, build_hf, tmp_path_factory):
-    fixture = {"sugarcrepe++": "sugarcrepe_pp_dir", "aro-vgr": "aro_dir", "aro-vga": "aro_dir",
-               "aro-coco-order": "aro_dir"}.get(name, f"{name.replace('-', '_')}_dir")
-    root = request.getfixturevalue(fixture)
-    spec = "open_clip:unbag-tiny" if model == "open_clip" else \
+    spec = FIXTURES[name](request.getfixturevalue)
+    model = "open_clip:unbag-tiny" if model == "open_clip" else \
         f"hf:{build_hf('clip', tmp_path_factory.mktemp('hfclip'))}"
-    res = evaluate(spec, f"{name}:{root}", progress=False)
-    assert res["n_items"] > 0 and res["metrics"]
-    assert all(0.0 <= v <= 1.0 for v in res["metrics"].values())
+    for protocol in ("global",) if benchmarks.kind(spec).global_only else ("global", "sgi"):
+        res = evaluate(model, spec, protocol, progress=False)
+        assert res["n_items"] > 0 and res["metrics"] and res["benchmark"]["name"] == name
+        assert all(0.0 <= v <= 1.0 for v in res["metrics"].values())
+    if benchmarks.kind(spec).global_only:
+        with pytest.raises(UnbagError, match="global protocol only"):
+            evaluate(model, spec, "sgi", progress=False)
 
 
 def test_a_shipped_head_scores_a_public_benchmark(winoground_dir, sugarcrepe_dir, tmp_path):

@@ -86,3 +86,26 @@ def test_patch_px_from_the_token_grid(backend, monkeypatch):
     monkeypatch.delattr(backend, "_patch_px")
     monkeypatch.setattr(backend, "encode_images", lambda x, tokens=False: (_ for _ in ()).throw(TypeError("no tokens")))
     assert backend.patch_px() is None
+
+
+# a tiny spec for every registered kind of model spec (a kind registered without one fails below)
+TINY = {"builtin": lambda build_hf, d: "builtin", "open_clip": lambda build_hf, d: "open_clip:unbag-tiny",
+        "hf": lambda build_hf, d: f"hf:{build_hf('siglip', d)}"}
+
+
+def test_every_registered_model_form_has_a_tiny_spec():
+    assert set(TINY) == set(models.MODELS)
+
+
+@pytest.mark.parametrize("prefix", list(models.MODELS))
+def test_every_registered_model_form_loads_and_scores(prefix, build_hf, tmp_path):
+    import unbag
+
+    spec = TINY[prefix](build_hf, tmp_path / "hf")
+    b = models.load(spec)
+    assert b.spec == spec and isinstance(b, models.Backend)
+    img = np.zeros((64, 64, 3), np.uint8)
+    img[20:40, 20:40] = (200, 30, 30)
+    for protocol in ("global", "sgi"):
+        s = unbag.score(b, [img, img[:, ::-1].copy()], ["a red cube", "a blue sphere left of a red cube"], protocol)
+        assert s.shape == (2, 2) and torch.isfinite(s).all()

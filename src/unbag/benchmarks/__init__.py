@@ -1,53 +1,93 @@
-"""Benchmark registry: `NAME` or `NAME:DIR` -> Benchmark."""
+"""Benchmark registry: a spec `NAME`, `NAME:DIR` or `NAME:DIR:IMAGE_ROOT` -> a loaded benchmark.
+
+Each registered benchmark says how its spec reads, how it loads and how it is scored; the CLI's
+help, `unbag run` and the tests read this table. To add a benchmark: write its loader (a module
+next to this one) and register it here (CONTRIBUTING.md).
+"""
 from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, image_key, load_image
 
-BENCHMARKS = ("ctrl", "ctrl-retrieval", "sugarcrepe", "sugarcrepe++", "aro-vgr", "aro-vga", "aro-coco-order",
-              "aro-flickr-order", "valse", "winoground", "bivlc", "imagefolder", "karpathy")
+
+@dataclass(frozen=True)
+class Kind:
+    """A registered benchmark."""
+    form: str  # how its spec reads, for help and errors
+    loader: Callable  # (path, image_root, seed) -> Benchmark | RetrievalSet | ClassificationSet
+    needs_dir: bool = True  # reads a local copy of an official release
+    image_root: bool = False  # takes NAME:DIR:IMAGE_ROOT (annotations and images kept apart)
+    global_only: bool = False  # every image against every text (retrieval, classification)
+
+
+def _call(module: str, fn: str, *args: str) -> Callable:
+    """A loader that imports `module` when first used and passes the spec parts named in `args`."""
+    def load(path: str, image_root: str | None, seed: int):
+        given = {"path": path, "image_root": image_root or None, "seed": seed}
+        return getattr(importlib.import_module(f".{module}", __name__), fn)(*(given[a] for a in args))
+    return load
+
+
+def _ctrl(path: str, image_root: str | None, seed: int):
+    from . import ctrl
+    return ctrl.load(path) if path else ctrl.generated(seed=seed)
+
+
+def _ctrl_retrieval(path: str, image_root: str | None, seed: int):
+    from .retrieval import ctrl_retrieval
+    if path and not path.isdigit():
+        raise UnbagError(f"ctrl-retrieval:{path}: the part after ':' is the number of scenes")
+    return ctrl_retrieval(int(path) if path else 1000)
+
+
+BENCHMARKS: dict[str, Kind] = {
+    "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False),
+    "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True),
+    "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", _call("sugarcrepe", "load_sugarcrepe", "path", "image_root"),
+                       image_root=True),
+    "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]",
+                         _call("sugarcrepe", "load_sugarcrepe_pp", "path", "image_root"), image_root=True),
+    "aro-vgr": Kind("aro-vgr:DIR", _call("aro", "load_vgr", "path")),
+    "aro-vga": Kind("aro-vga:DIR", _call("aro", "load_vga", "path")),
+    "aro-coco-order": Kind("aro-coco-order:DIR", _call("aro", "load_coco_order", "path", "seed")),
+    "aro-flickr-order": Kind("aro-flickr-order:DIR", _call("aro", "load_flickr_order", "path", "seed")),
+    "valse": Kind("valse:DIR[:IMAGE_ROOT]", _call("valse", "load", "path", "image_root"), image_root=True),
+    "winoground": Kind("winoground:DIR", _call("winoground", "load", "path")),
+    "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path")),
+    "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True),
+    # karpathy reads JSON[:IMAGE_ROOT] itself
+    "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path"), global_only=True),
+}
+
+
+def kind(spec: str) -> Kind:
+    """The registered benchmark a spec names."""
+    name = spec.partition(":")[0]
+    if name not in BENCHMARKS:
+        raise UnbagError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARKS)} (as NAME or NAME:DIR)")
+    return BENCHMARKS[name]
 
 
 def load(spec: str, seed: int = 0):
-    """Load a benchmark named by a spec: `ctrl` (generated in memory), `ctrl:DIR`, or the
-    retrieval set `ctrl-retrieval[:N]`."""
+    """Load the benchmark a spec names (`seed`: the world seed of generated ones)."""
+    k = kind(spec)
     name, _, path = spec.partition(":")
     image_root = None
-    if name in ("sugarcrepe", "sugarcrepe++", "valse"):  # NAME:DIR[:IMAGE_ROOT]
+    if k.image_root:
         path, _, image_root = path.partition(":")
-    if name in BENCHMARKS[2:] and not path:
-        raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {name}:DIR "
+    if k.needs_dir and not path:
+        raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {k.form} "
                          "(layouts in docs/benchmarks.md)")
-    if name == "sugarcrepe":
-        from .sugarcrepe import load_sugarcrepe
-        return load_sugarcrepe(path, image_root)
-    if name == "sugarcrepe++":
-        from .sugarcrepe import load_sugarcrepe_pp
-        return load_sugarcrepe_pp(path, image_root)
-    if name.startswith("aro-"):
-        from . import aro
-        fn = {"aro-vgr": aro.load_vgr, "aro-vga": aro.load_vga, "aro-coco-order": aro.load_coco_order,
-              "aro-flickr-order": aro.load_flickr_order}[name]
-        return fn(path) if name in ("aro-vgr", "aro-vga") else fn(path, seed=seed)
-    if name == "valse":
-        from .valse import load as load_valse
-        return load_valse(path, image_root)
-    if name in ("winoground", "bivlc"):
-        import importlib
-        return importlib.import_module(f".{name}", __name__).load(path)
-    if name == "imagefolder":
-        from .classification import load as load_folder
-        return load_folder(path)
-    if name == "karpathy":
-        from .retrieval import karpathy
-        return karpathy(path)
-    if name == "ctrl-retrieval":
-        from .retrieval import ctrl_retrieval
-        return ctrl_retrieval(int(path) if path else 1000)
-    if name == "ctrl":
-        from . import ctrl
-        return ctrl.load(path) if path else ctrl.generated(seed=seed)
-    raise UnbagError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARKS)} (as NAME or NAME:DIR)")
+    return k.loader(path, image_root, seed)
 
 
-__all__ = ["Benchmark", "Item", "image_key", "load_image", "load", "BENCHMARKS"]
+def forms() -> str:
+    """Every registered spec form, for help texts."""
+    return " | ".join(k.form for k in BENCHMARKS.values())
+
+
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "BENCHMARKS"]

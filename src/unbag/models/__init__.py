@@ -1,7 +1,14 @@
-"""Model registry: string specs -> backends."""
+"""Model registry: string specs -> backends.
+
+A spec is `PREFIX:REST` for a registered prefix, or the path of a saved model folder. To add a
+backend: implement `Backend` (base.py) in a module next to this one and register its prefix here
+(CONTRIBUTING.md).
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -11,41 +18,69 @@ from .base import Backend, ImageFeatures, TextFeatures
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "weights" / "builtin"
 METHODS_DIR = Path(__file__).resolve().parent.parent / "weights" / "methods"
 
-SPEC_FORMS = ("builtin", "builtin:METHOD (shipped ft|negclip|clic|degla checkpoints)", "open_clip:NAME[@PRETRAINED]", "open_clip:local-dir:PATH",
-              "open_clip:hf-hub:ORG/REPO", "hf:PATH_OR_ID (transformers CLIP/SigLIP)", "PATH (a saved unbag / open_clip local-dir model)")
+
+@dataclass(frozen=True)
+class Form:
+    """A registered kind of model spec."""
+    form: str  # how its specs read, for help and errors
+    loader: Callable[[str, str, "str | torch.device"], Backend]  # (spec, text after 'PREFIX:', device)
 
 
-def load(spec: str, device: str | torch.device = "cpu") -> Backend:
-    """Build the backend a spec names, on `device`, in eval mode."""
-    from .openclip import OpenCLIPBackend, parse
-
-    if spec == "builtin":
+def _builtin(spec: str, rest: str, device) -> Backend:
+    if not rest:
+        from .openclip import OpenCLIPBackend
         if not (BUILTIN_DIR / "open_clip_model.safetensors").is_file():
             raise UnbagError(f"builtin: weights missing at {BUILTIN_DIR} (see src/unbag/weights/"
                              "builtin/TRAINING.md for the command that trains them)")
         return OpenCLIPBackend(spec, f"local-dir:{BUILTIN_DIR}", device=device)
-    if spec.startswith("builtin:"):
-        from .overlay import load_overlay
-        name = spec[len("builtin:"):]
-        if not (METHODS_DIR / name / "overlay.json").is_file():
-            have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
-            raise UnbagError(f"{spec}: no shipped checkpoint {name!r}; available: {', '.join(have) or 'none'}")
-        return load_overlay(METHODS_DIR / name, spec, device)
-    if spec.startswith("hf:"):
-        from .hf import HFBackend
-        return HFBackend(spec, spec[len("hf:"):], device=device)
-    if spec.startswith("open_clip:"):
-        name, pretrained = parse(spec[len("open_clip:"):])
-        return OpenCLIPBackend(spec, name, pretrained, device=device)
+    from .overlay import load_overlay
+    if not (METHODS_DIR / rest / "overlay.json").is_file():
+        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
+        raise UnbagError(f"{spec}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
+    return load_overlay(METHODS_DIR / rest, spec, device)
+
+
+def _open_clip(spec: str, rest: str, device) -> Backend:
+    from .openclip import OpenCLIPBackend, parse
+    name, pretrained = parse(rest)
+    return OpenCLIPBackend(spec, name, pretrained, device=device)
+
+
+def _hf(spec: str, rest: str, device) -> Backend:
+    from .hf import HFBackend
+    return HFBackend(spec, rest, device=device)
+
+
+def _folder(spec: str, device) -> Backend:
+    """A saved unbag model or overlay folder."""
     path = Path(spec)
     if (path / "overlay.json").is_file():
         from .overlay import load_overlay
         return load_overlay(path, spec, device)
     if (path / "open_clip_config.json").is_file():
+        from .openclip import OpenCLIPBackend
         return OpenCLIPBackend(spec, f"local-dir:{path}", device=device)
     if path.exists():
         raise UnbagError(f"{spec}: not a model directory (no open_clip_config.json inside)")
     raise UnbagError(f"unknown model spec {spec!r}; known forms: {', '.join(SPEC_FORMS)}")
 
 
-__all__ = ["Backend", "ImageFeatures", "TextFeatures", "load", "BUILTIN_DIR", "METHODS_DIR", "SPEC_FORMS"]
+MODELS: dict[str, Form] = {
+    "builtin": Form("builtin | builtin:METHOD (shipped ft|negclip|clic|degla checkpoints)", _builtin),
+    "open_clip": Form("open_clip:NAME[@PRETRAINED] | open_clip:local-dir:PATH | open_clip:hf-hub:ORG/REPO",
+                      _open_clip),
+    "hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)", _hf),
+}
+SPEC_FORMS = tuple(f.form for f in MODELS.values()) + ("PATH (a saved unbag / open_clip local-dir model)",)
+
+
+def load(spec: str, device: str | torch.device = "cpu") -> Backend:
+    """Build the backend a spec names, on `device`, in eval mode."""
+    prefix, _, rest = spec.partition(":")
+    if prefix in MODELS:
+        return MODELS[prefix].loader(spec, rest, device)
+    return _folder(spec, device)
+
+
+__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "MODELS", "BUILTIN_DIR", "METHODS_DIR",
+           "SPEC_FORMS"]

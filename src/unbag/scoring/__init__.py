@@ -1,7 +1,13 @@
-"""Protocols: model + benchmark -> score tensor [items x images x captions]."""
+"""Protocol registry: model + benchmark -> score tensor [items x images x captions].
+
+A protocol is a name (`global`, `sgi`, `sgi:paper`) or a prefix with an argument (`head:PATH`).
+To add one: write its scoring function (backend, bench, batch_size, progress) -> tensor and
+register a builder here (CONTRIBUTING.md).
+"""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import UnbagError
@@ -9,13 +15,53 @@ from .cosine import score_global
 
 # SGI presets: option values on top of SGIConfig's defaults (unbag's SGI). `sgi:paper` is the recipe
 # of arXiv 2604.11496: crops of a sliding grid plus the full image, every segment against every
-# region, one view per region, each segment's best cosine averaged.
+# region, one view per region, each segment's best cosine averaged, no structure checks.
 SGI_PRESETS: dict[str, dict] = {
     "sgi": {},
     "sgi:paper": {"regions": "grid", "mode": "crop", "match": "all", "phases": 1, "assign": "max",
                   "relations": "cosine", "counts": "off", "mix": 0.0},
 }
-PROTOCOLS = ("global", *SGI_PRESETS, "head:PATH", "head:builtin:tflocal|tfglobal|tfregions")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A registered protocol: `build(argument, options)` -> (scoring function, options it records)."""
+    form: str
+    build: Callable[[str, dict], tuple[Callable, dict]]
+    options: bool = False  # takes keyword options (e.g. SGI's)
+
+
+def _global(arg: str, options: dict) -> tuple[Callable, dict]:
+    return score_global, {}
+
+
+def _sgi(preset: str) -> Callable[[str, dict], tuple[Callable, dict]]:
+    def build(arg: str, options: dict) -> tuple[Callable, dict]:
+        from ..sgi.protocol import SGIConfig, score_sgi
+        cfg = SGIConfig.from_options({**SGI_PRESETS[preset], **options})
+        return functools.partial(score_sgi, cfg=cfg), cfg.record()
+    return build
+
+
+def _head(path: str, options: dict) -> tuple[Callable, dict]:
+    from ..heads.protocol import score_head
+    from ..heads.train import load_head
+    _, record = load_head(path)
+    recorded = {"head": record["head"], "backbone": record["backbone"]}
+    if record["head"]["kind"] == "tfregions":  # SGI's structure checks, added (heads/protocol.py)
+        from ..sgi.protocol import SGIConfig
+        cfg = SGIConfig().record()
+        recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
+    return functools.partial(score_head, path=path), recorded
+
+
+# exact names, then prefixes ending in ':' whose argument follows
+PROTOCOLS: dict[str, Protocol] = {
+    "global": Protocol("global (cosine of the global embeddings)", _global),
+    "sgi": Protocol("sgi (unbag's SGI)", _sgi("sgi"), options=True),
+    "sgi:paper": Protocol("sgi:paper (the paper's SGI recipe)", _sgi("sgi:paper"), options=True),
+    "head:": Protocol("head:PATH | head:builtin:tflocal|tfglobal|tfregions (a trained alignment head)", _head),
+}
 
 
 def resolve(protocol: str, model_spec: str) -> str:
@@ -25,28 +71,22 @@ def resolve(protocol: str, model_spec: str) -> str:
     return shipped_head(protocol, model_spec)
 
 
+def lookup(protocol: str) -> tuple[Protocol, str]:
+    """(the registered protocol, its argument) for a protocol string."""
+    if protocol in PROTOCOLS:
+        return PROTOCOLS[protocol], ""
+    for key, p in PROTOCOLS.items():
+        if key.endswith(":") and protocol.startswith(key):
+            return p, protocol[len(key):]
+    raise UnbagError(f"unknown protocol {protocol!r}; available: {' | '.join(p.form for p in PROTOCOLS.values())}")
+
+
 def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
     """(scoring function(backend, bench, batch_size, progress), the options it records); an option
     the protocol does not take is an error that names it."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
-    if protocol in SGI_PRESETS:
-        from ..sgi.protocol import SGIConfig, score_sgi
-        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **options})
-        return functools.partial(score_sgi, cfg=cfg), cfg.record()
-    if options:
+    p, arg = lookup(protocol)
+    if options and not p.options:
         raise UnbagError(f"protocol {protocol!r} takes no options, got {', '.join(sorted(options))} "
                          f"(options belong to the SGI protocols: {', '.join(SGI_PRESETS)})")
-    if protocol == "global":
-        return score_global, {}
-    if protocol.startswith("head:"):
-        from ..heads.protocol import score_head
-        from ..heads.train import load_head
-        path = protocol[len("head:"):]
-        _, record = load_head(path)
-        recorded = {"head": record["head"], "backbone": record["backbone"]}
-        if record["head"]["kind"] == "tfregions":  # SGI's structure checks, added (heads/protocol.py)
-            from ..sgi.protocol import SGIConfig
-            cfg = SGIConfig().record()
-            recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
-        return functools.partial(score_head, path=path), recorded
-    raise UnbagError(f"unknown protocol {protocol!r}; available: {', '.join(PROTOCOLS)}")
+    return p.build(arg, options)
