@@ -26,8 +26,7 @@ def _train(a: argparse.Namespace) -> None:
 def _report(a: argparse.Namespace) -> None:
     from .reports.html import write_report
 
-    out = write_report(a.results, a.out, title=a.title,
-                       explain_model=None if a.no_explain else a.explain_model)
+    out = write_report(a.results, a.out, title=a.title)
     print(f"report written to {out}/index.html")
 
 
@@ -249,11 +248,10 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=_run)
 
     rp = sub.add_parser("report", help="HTML + Markdown report of results files")
-    rp.add_argument("results", nargs="+", help="results JSON files, or run folders (OUT of unbag run)")
+    rp.add_argument("results", nargs="+", help="results JSON files, or run folders (OUT of unbag run; their "
+                    "SGI explanation images are linked)")
     rp.add_argument("--out", required=True, help="report folder")
     rp.add_argument("--title", default="unbag results")
-    rp.add_argument("--explain-model", default="builtin", help="model for the SGI explanation images")
-    rp.add_argument("--no-explain", action="store_true", help="no SGI explanation images")
     rp.set_defaults(fn=_report)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")

@@ -3,6 +3,7 @@
 A plan names its models (specs, or `[train.NAME]` tables trained first), benchmarks and protocols:
 
     out = "runs/main"
+    explain = ["ood-color-0000"]   # optional: ctrl items drawn under the first SGI protocol (default: 5)
     [models]
     pretrained = "builtin"
     FT = "builtin:ft"
@@ -17,13 +18,15 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     global = "global"
     SGI = "sgi"
     TFLocal = "head:builtin:tflocal"   # the shipped head trained on this cell's model
-    SGI-geometry = { protocol = "sgi", relations = "geometry" }   # a protocol with options
+    SGI-paper = { protocol = "sgi:paper", phases = 1 }   # a protocol with options
 
 Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
 cells made with the same model spec and weights, protocol and options (as recorded), so an interrupted run
 continues where it stopped and a cell whose setup changed runs again. Retrieval sets are scored with the
 global protocol only (other protocols score candidate pairs); those cells are skipped, as are
-zero-shot classification cells for protocols other than global.
+zero-shot classification cells for protocols other than global. When the plan scores the
+generated ctrl with an SGI protocol, OUT/explain/ gets SGI explanation images of a few items (the
+first model, the first SGI protocol), which `unbag report OUT` links.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import benchmarks
 from .errors import UnbagError
-from .scoring import resolve
+from .scoring import SGI_PRESETS, resolve
 from .utils import atomic_write, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
@@ -67,6 +70,9 @@ def read_plan(path: str | Path) -> dict:
             raise UnbagError(f"{path}: protocols.{name}: a table needs protocol = \"NAME\" (and its options)")
         if not isinstance(value, (str, dict)):
             raise UnbagError(f"{path}: protocols.{name}: a protocol spec string or a table")
+    explain = plan.get("explain", [])
+    if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
+        raise UnbagError(f"{path}: field 'explain' must be a list of ctrl item ids, e.g. [\"ood-color-0000\"]")
     for name in list(plan.get("models", {})) + list(plan.get("benchmarks")) + list(plan.get("protocols")):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
@@ -118,7 +124,40 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             results.append(res)
             bar.advance(task)
     write_json(root / "summary.json", {"plan": str(path), "cells": [r["cell"] for r in results]})
+    items = plan.get("explain", EXPLAIN_ITEMS)
+    sgi = next((protocols[p] for p in plan["protocols"] if protocols[p][0] in SGI_PRESETS), None)
+    ctrl = any(spec == "ctrl" for spec in plan["benchmarks"].values())
+    if items and sgi and ctrl:
+        write_explanations(root, model_specs[next(iter(model_specs))], items, seed, *sgi, device=device)
     return results
+
+
+EXPLAIN_ITEMS = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
+
+
+def write_explanations(root: Path, model: str, items: list[str], seed: int, protocol: str, options: dict,
+                       device: str = "cpu") -> Path:
+    """ROOT/explain/ITEM.png for a few generated ctrl items under a plan's first SGI protocol and
+    first model, with ROOT/explain/index.json (file, caption) for the report; existing files are kept."""
+    from .models import load
+    from .sgi.explain import bench_item, explain
+    from .sgi.protocol import SGIConfig
+
+    out = root / "explain"
+    out.mkdir(exist_ok=True)
+    cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **options})
+    setup = json.loads(json.dumps({"model": model, "seed": seed, "protocol": protocol, "options": cfg.record()}))
+    old = {e["file"]: e for e in json.loads((out / "index.json").read_text())} if (out / "index.json").is_file() else {}
+    backend, index = None, []
+    for item in items:
+        name = f"{item}.png"
+        if not ((out / name).is_file() and old.get(name, {}).get("setup") == setup):  # redraw when the setup changed
+            backend = backend or load(model, device=device)
+            explain(backend, bench_item("ctrl", item, seed), cfg).save(out / name)
+        index.append({"file": name, "setup": setup, "caption": f"{protocol} on {item} ({model}): each caption "
+                      "segment's chosen region and its cosine"})
+    write_json(out / "index.json", index)
+    return out
 
 
 def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict) -> bool:

@@ -213,18 +213,18 @@ def headline(rows) -> list[str]:
     return out
 
 
-def explanations(out: Path, model: str, items: list[str], seed: int) -> list[tuple[str, str]]:
-    """SGI explanation images of a few ctrl items."""
-    from .. import models
-    from ..sgi.explain import bench_item, explain
-    from ..sgi.protocol import SGIConfig
-
-    backend = models.load(model)
+def explanations(paths: list[str | os.PathLike], out: Path) -> list[tuple[str, str]]:
+    """The SGI explanation images that run folders hold (RUN/explain/index.json, written by
+    `unbag run` and `unbag demo`), copied into the report; nothing is drawn here."""
     made = []
-    for item in items:
-        name = f"explain/{item}.png"
-        explain(backend, bench_item("ctrl", item, seed), SGIConfig()).save(out / name)
-        made.append((name, f"SGI on {item} ({model}): each caption segment's best region and its cosine"))
+    for p in map(Path, paths):
+        index = p / "explain" / "index.json"
+        if not (p.is_dir() and index.is_file()):
+            continue
+        for e in json.loads(index.read_text()):
+            name = f"explain/{len(made):02d}-{Path(e['file']).name}"
+            shutil.copyfile(p / "explain" / e["file"], out / name)
+            made.append((name, e["caption"]))
     return made
 
 
@@ -265,11 +265,9 @@ window.addEventListener("load", () => {{
 """
 
 
-def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results",
-                 explain_model: str | None = "builtin", explain_items: tuple[str, ...] = (
-                     "ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-relation-0000"),
-                 seed: int = 0) -> Path:
-    """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/."""
+def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results") -> Path:
+    """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/ from results
+    files and run folders (no model is loaded: explanation images come from the run folders)."""
     results = collect(paths)
     rows = _rows(results)
     head, body = main_table(rows)
@@ -279,8 +277,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
         for r in results:
             shutil.copyfile(r.file, tmp / "data" / r.data_name)
         figs = figures(rows, tmp) if rows else []
-        ctrl = any(not r.retrieval and r.res["benchmark"].get("name") == "ctrl" for r in results)
-        expl = explanations(tmp, explain_model, list(explain_items), seed) if (ctrl and explain_model) else []
+        expl = explanations(paths, tmp)
         v = results[0].res.get("versions", {})
         note = html.escape(f"{len(results)} results files; unbag {v.get('unbag')}, torch {v.get('torch')}, "
                            f"open_clip {v.get('open_clip')}, git {v.get('git_commit')}")
