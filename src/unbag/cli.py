@@ -89,7 +89,7 @@ def _sgi_options(a: argparse.Namespace) -> dict:
     opts = {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
             "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir, "relations": a.relations,
             "relation_weight": a.relation_weight, "scales": a.scales, "phases": a.phases,
-            "counts": a.counts, "count_weight": a.count_weight}
+            "counts": a.counts, "count_weight": a.count_weight, "frame": a.frame}
     return {k: v for k, v in opts.items() if v is not None}
 
 
@@ -111,6 +111,8 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
     g.add_argument("--phases", type=int, default=None, help="mask mode: encode each region at N shifts "
                    "against the patch grid (diagonal, k/N of a patch) and average (default 2; 1 = one view)")
+    g.add_argument("--frame", default=None, help="non-square images: pad (default: pad to a square with the "
+                   "background colour, nothing lost) | crop (the square the encoder's preprocessing keeps)")
     g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
 
 

@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+import torch
+from PIL import Image
 
 from unbag.errors import UnbagError
 from unbag.sgi.regions import (RegionConfig, background_color, blob_boxes, cropped, grid_boxes, masked,
@@ -88,3 +90,53 @@ def test_shifted_mask_moves_the_region_and_nothing_else():
     keep = np.zeros((64, 64), bool)
     keep[16:26, 6:16] = True
     assert (out[~keep] == fill).all()
+
+
+@pytest.mark.parametrize("shape, spots", [((48, 128), "left-right"), ((128, 48), "top-bottom")])
+def test_objects_at_the_edges_of_non_square_images_survive_mask_mode(shape, spots):
+    """The encoder centre-crops a non-square image: SGI pads it to a square first, so a region at
+    any edge still reaches the encoder (it used to vanish from a 128x48 image's left edge)."""
+    from unbag import models
+    from unbag.sgi.protocol import _inputs
+    from unbag.sgi.regions import RegionConfig, framed, regions_for
+
+    h, w = shape
+    img = np.full((h, w, 3), 200, np.uint8)
+    if spots == "left-right":
+        img[18:30, 0:10], img[18:30, w - 10:w] = (220, 20, 20), (20, 20, 220)
+    else:
+        img[0:10, 18:30], img[h - 10:h, 18:30] = (220, 20, 20), (20, 20, 220)
+    backend = models.load("open_clip:unbag-tiny")
+    blank = backend.preprocess(Image.fromarray(np.full((h, w, 3), 200, np.uint8)))
+    for frame in ("pad", "crop"):
+        sq, _ = framed(img, frame)
+        assert sq.shape[0] == sq.shape[1] == (max(h, w) if frame == "pad" else min(h, w))
+        singles = [r for r in regions_for(sq, RegionConfig.parse("blobs")) if len(r) == 1 and
+                   (r[0][2] - r[0][0]) * (r[0][3] - r[0][1]) < sq.shape[0] ** 2 / 2]
+        if frame == "pad":  # both objects found, and each region's input shows its object
+            assert len(singles) == 2
+            x = _inputs(backend, sq, singles, "mask")
+            assert all(not torch.allclose(x[k], blank, atol=1e-3) for k in range(2))
+        else:  # the encoder's own square holds neither edge object
+            assert singles == []
+    # through SGI's region encoder: each edge object's embedding differs from an empty region's
+    from unbag.benchmarks.base import Benchmark, Item
+    from unbag.sgi.protocol import SGIConfig, encode_regions
+    from unbag.sgi.cache import RegionCache
+
+    blank_img = np.full((h, w, 3), 200, np.uint8)
+    bench = Benchmark("edges", "edges", [Item("x", [img, blank_img], ["a", "b"], {})])
+    got = encode_regions(backend, bench, SGIConfig(regions="blobs", phases=1), cache=RegionCache(None))
+    empty = got[1].emb[0]  # the blank image has one region: the whole picture, all background
+    small = [k for k, r in enumerate(got[0].regions) if (r[0][2] - r[0][0]) * (r[0][3] - r[0][1]) < 40 * 40]
+    assert len(small) == 2 and all(float((got[0].emb[k] - empty).abs().max()) > 1e-4 for k in small)
+
+
+def test_benchmark_boxes_move_into_the_frame():
+    from unbag.sgi.regions import framed
+
+    img = np.zeros((40, 100, 3), np.uint8)
+    sq, gt = framed(img, "pad", [[0, 0, 10, 10], [90, 30, 100, 40]])
+    assert sq.shape == (100, 100, 3) and gt == [[0, 30, 10, 40], [90, 60, 100, 70]]
+    sq, gt = framed(img, "crop", [[0, 0, 10, 10], [40, 0, 60, 40]])
+    assert sq.shape == (40, 40, 3) and gt == [[10, 0, 30, 40]]  # the first box lies outside the crop

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from PIL import Image, ImageDraw, ImageFont
 from rich.table import Table
@@ -14,6 +15,7 @@ from ..benchmarks.base import Benchmark, Item, load_image
 from ..errors import UnbagError
 from ..utils import atomic_write
 from .protocol import SGIConfig, score_sgi
+from .regions import framed
 
 PALETTE = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),
            (70, 240, 240), (240, 50, 230), (210, 245, 60)]
@@ -99,7 +101,8 @@ def explain(backend, bench: Benchmark, cfg: SGIConfig) -> Explanation:
     font = ImageFont.load_default(size=12)
     panels, rows = [], []
     for d in details:
-        img = load_image(it.images[d["image"]], it.source or it.id)
+        # the square frame SGI took its regions from (docs/sgi.md, --frame), so the boxes line up
+        img = Image.fromarray(framed(np.asarray(load_image(it.images[d["image"]], it.source or it.id)), cfg.frame)[0])
         caption = it.captions[d["caption"]]
         panels.append(_panel(img, d, float(scores[d["image"], d["caption"]]), caption, font))
         for (text, kind), region, s in zip(d["segments"], d["regions"], d["sims"]):

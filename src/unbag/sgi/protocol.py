@@ -32,7 +32,8 @@ from ..models.base import Backend
 from ..scoring.encode import encode_texts, unique
 from . import segments as seg
 from .cache import RegionCache, default_cache
-from .regions import RegionConfig, background_color, cropped, masked, masked_shifted, phase_offsets, regions_for
+from .regions import (FRAMES, RegionConfig, background_color, cropped, framed, masked, masked_shifted,
+                      phase_offsets, regions_for)
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -53,6 +54,7 @@ class SGIConfig:
     relation_weight: float = 0.1
     scales: tuple[float, ...] = (0.5, 1 / 3)
     phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
+    frame: str = "pad"  # non-square images: pad to a square (nothing lost) | crop (the encoder's centre crop)
     counts: str = "check"  # counted phrases must fit as many single regions as they say; off: do not
     count_weight: float = 0.3
     cache_dir: str | None = None
@@ -68,6 +70,8 @@ class SGIConfig:
             raise UnbagError(f"unknown relation scoring {self.relations!r}; use one of {', '.join(RELATIONS)}")
         if not isinstance(self.phases, int) or self.phases < 1:
             raise UnbagError(f"SGI phases must be a whole number >= 1, got {self.phases!r}")
+        if self.frame not in FRAMES:
+            raise UnbagError(f"unknown SGI frame {self.frame!r}; use one of {', '.join(FRAMES)}")
         if self.counts not in COUNTS:
             raise UnbagError(f"unknown SGI count handling {self.counts!r}; use one of {', '.join(COUNTS)}")
         if self.segmenter not in ("auto", "spacy", "rules"):
@@ -180,8 +184,8 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     with Progress(disable=not progress) as bar:
         task = bar.add_task("sgi regions", total=len(order))
         for slot, i in enumerate(order):
-            arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
-            regions = regions_for(arr, cfg.region_cfg, gts[i])
+            arr, gt = framed(np.asarray(load_image(refs[i], wheres[i], bench.image_size)), cfg.frame, gts[i])
+            regions = regions_for(arr, cfg.region_cfg, gt)
             key = cache.key(backend.spec, image_key(arr), regions, cfg.mode, f"median/phases{views}")
             hit = cache.get(key)
             if hit is not None:

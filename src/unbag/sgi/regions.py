@@ -76,6 +76,34 @@ def _starts(side: int, win: int, stride: float) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(0, side - win, n)})
 
 
+FRAMES = ("pad", "crop")
+
+
+def framed(img: np.ndarray, frame: str, gt: list | None = None) -> tuple[np.ndarray, list | None]:
+    """The square picture SGI takes regions from, and the benchmark's boxes moved into it.
+
+    The encoder's preprocessing centre-crops a non-square image, so a region masked in the full
+    frame would lose whatever lies outside that crop. `pad` (the default) pads the image to a
+    square with its background colour: nothing is lost. `crop` takes the square the encoder sees:
+    regions cover what global scoring sees."""
+    h, w = img.shape[:2]
+    if h == w:
+        return img, gt
+    side = max(h, w) if frame == "pad" else min(h, w)
+    dx, dy = (side - w) // 2, (side - h) // 2  # offsets of the image in the square (negative: cut)
+    if frame == "pad":
+        out = np.empty((side, side, 3), dtype=img.dtype)
+        out[:] = background_color(img)
+        out[dy:dy + h, dx:dx + w] = img
+    else:
+        out = np.ascontiguousarray(img[-dy:-dy + side, -dx:-dx + side])
+    if gt is not None:
+        moved = [[min(max(b[0] + dx, 0), side), min(max(b[1] + dy, 0), side),
+                  min(max(b[2] + dx, 0), side), min(max(b[3] + dy, 0), side)] for b in gt]
+        gt = [b for b in moved if b[2] > b[0] and b[3] > b[1]]
+    return out, gt
+
+
 def background_color(img: np.ndarray) -> np.ndarray:
     """Per-channel median: the background colour when the background covers most of the image."""
     return np.median(img.reshape(-1, 3), axis=0).astype(np.uint8)
