@@ -130,8 +130,8 @@ def test_clear_errors(model, tmp_path):
             unbag.score(model, [img, bad], "a red cube", protocol)
     with pytest.raises(UnbagError, match="explain draws SGI matches"):
         unbag.explain(model, img, "a red cube", protocol="global")
-    with pytest.raises(UnbagError, match="unknown options for head tfregions: min_lr"):
-        unbag.train("tfregions", None, tmp_path, tmp_path / "h", min_lr=0.1)
+    with pytest.raises(UnbagError, match="unknown options for head tfregions: eps"):
+        unbag.train("tfregions", None, tmp_path, tmp_path / "h", eps=1e-8)
 
 
 def test_evaluate_takes_loaded_objects_and_returns_what_it_writes(model, free_text_bench, tmp_path, monkeypatch):

@@ -239,6 +239,12 @@ def F_normalize(x):
 def test_head_warmup_is_steps_or_a_fraction(warmup, steps, want_first):
     from unbag.heads.train import schedule
 
+    from unbag.training.engine import TrainConfig, lr_lambda
+
     f = schedule(HeadTrainConfig(steps=steps, warmup=warmup))
     assert f(0) == pytest.approx(want_first)
     assert f(steps) == pytest.approx(0.0, abs=1e-12)
+    same = lr_lambda(TrainConfig(steps=steps, warmup=warmup, lr=2e-3))  # the trainer's schedule, step by step
+    assert [f(s) for s in range(steps + 1)] == pytest.approx([same(s) for s in range(steps + 1)])
+    with pytest.raises(UnbagError, match="warm-up -1"):
+        schedule(HeadTrainConfig(steps=steps, warmup=-1))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -14,6 +13,7 @@ from rich.progress import Progress
 from safetensors.torch import load_file, save_file
 
 from ..errors import UnbagError
+from ..training.engine import lr_lambda, param_groups
 from ..utils import atomic_dir, versions
 from .common import HeadConfig, head_inputs, image_fields, match_loss, text_fields
 from .features import FeatureCache
@@ -34,18 +34,21 @@ class HeadTrainConfig:
     negatives: int = 3  # random in-batch candidates per positive, besides its twin
     lr: float = 2e-3
     warmup: float = 50  # steps, or a fraction of the run if in (0, 1), as for the trainer
+    min_lr: float = 0.0  # end of the cosine
     weight_decay: float = 0.01
     seed: int = 0
 
+    @property
+    def warmup_steps(self) -> int:
+        return round(self.warmup * self.steps) if 0 < self.warmup < 1 else int(self.warmup)
+
 
 def schedule(cfg: HeadTrainConfig):
-    """Learning-rate multiplier per step: linear warm-up times a cosine over the run (warm-up 0:
-    none; a fraction in (0, 1) of the steps; steps=0 saves the initial head)."""
-    warm = round(cfg.warmup * cfg.steps) if 0 < cfg.warmup < 1 else int(cfg.warmup)
-    if warm < 0:
+    """The trainer's learning-rate multiplier (training/engine.py): linear warm-up (steps, or a
+    fraction of the run if in (0, 1); 0: none) then a cosine to min_lr."""
+    if cfg.warmup < 0:
         raise UnbagError(f"warm-up {cfg.warmup}: use 0, a number of steps or a fraction of the run")
-    return lambda s: (min(1.0, (s + 1) / warm) if warm else 1.0) * 0.5 * (
-        1 + math.cos(math.pi * min(1.0, s / max(1, cfg.steps))))
+    return lr_lambda(cfg)
 
 
 def build(cfg: HeadConfig) -> torch.nn.Module:
@@ -90,10 +93,7 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
     cfg.head.patches = (fields["img_regions"]["shape"][0] if cfg.head.kind == "tfregions"
                         else fields["img_patches"]["shape"][0] * (2 if cfg.head.early else 1))
     head = build(cfg.head)
-    decay = [p for n, p in head.named_parameters() if p.ndim >= 2 and "pos" not in n and "modality" not in n]
-    rest = [p for n, p in head.named_parameters() if not (p.ndim >= 2 and "pos" not in n and "modality" not in n)]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
+    opt = torch.optim.AdamW(param_groups(head, cfg.weight_decay), lr=cfg.lr)  # the trainer's groups
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule(cfg))
     twin_all = cache.get("twin", np.arange(cache.rows)).numpy()
     log, t0 = [], time.perf_counter()
