@@ -6,6 +6,7 @@ import torch
 from unbag.errors import UnbagError
 from unbag.training import engine
 from unbag.training.engine import TrainConfig, Trainer, lr_lambda, param_groups
+from unbag.training.objectives import OBJECTIVES
 
 
 def _cfg(**kw):
@@ -87,3 +88,18 @@ def test_resume_accepts_a_checkpoint_from_before_a_new_option(tmp_path):
     Trainer(_cfg(steps=3), tmp_path).fit(resume=True, progress=False)
     with pytest.raises(UnbagError, match="select"):
         Trainer(_cfg(steps=3, select="ctrl-id:1"), tmp_path).fit(resume=True, progress=False)
+
+
+@pytest.mark.parametrize("method", sorted(OBJECTIVES))
+def test_every_objective_declares_what_its_batches_hold(method):
+    from unbag.training.data import batches
+    from unbag.training.objectives import Needs, Objective
+
+    obj = OBJECTIVES[method]
+    assert issubclass(obj, Objective) and isinstance(obj.needs, Needs) and obj.name == method and obj.defaults
+    n = obj.needs
+    it = batches("world", 0, 6, 64, 0, 2, 0, twins=n.twins, negatives=n.negatives,
+                 mode="clic" if n.clic else "pairs", typed=4 if n.typed else 0)
+    keys = set().union(*(set(next(it)) for _ in range(2)))  # CLIC alternates its two kinds of step
+    assert ("twin_captions" in keys) == n.twins and ("neg_captions" in keys) == n.negatives
+    assert ("typed_captions" in keys) == n.typed and ("texts" in keys) == n.clic

@@ -66,7 +66,7 @@ class TrainConfig:
         unknown = set(overrides) - names
         if unknown:
             raise UnbagError(f"unknown training options {sorted(unknown)}")
-        kw = dict(getattr(OBJECTIVES[method], "defaults", {}))
+        kw = dict(OBJECTIVES[method].defaults)
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return cls(method=method, **kw)
 
@@ -129,7 +129,7 @@ class Trainer:
         self.shared = {id(p) for n, p in self.model.named_parameters() if freeze.tower(n) is None}
         self.objective = OBJECTIVES[cfg.method]()
         self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
-        if getattr(self.objective, "needs_teacher", False):
+        if self.objective.needs.teacher:
             if self.ema is None:
                 raise UnbagError(f"method {cfg.method} needs an EMA teacher: set ema > 0")
             teacher = copy.copy(self.backend)
@@ -278,12 +278,10 @@ class Trainer:
             if resume and (self.best_dir / "best.json").is_file():
                 self.best = json.loads((self.best_dir / "best.json").read_text())
         self.model.train()
-        obj = self.objective
+        needs = self.objective.needs  # the data pipeline builds what the objective declares
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
-                     cfg.workers, twins=getattr(obj, "needs_twins", False),
-                     negatives=getattr(obj, "needs_negatives", False), mode=getattr(obj, "mode", "pairs"),
-                     rank=self.rank, world=self.world,
-                     typed=cfg.typed_negatives if getattr(obj, "needs_typed", False) else 0)
+                     cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="clic" if needs.clic else "pairs",
+                     rank=self.rank, world=self.world, typed=cfg.typed_negatives if needs.typed else 0)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from ...models.base import Backend
 from ...dist import gather
 from .clip import clip_loss
+from .base import Needs, Objective
 
 N_POS = 4
 WEIGHTS = {"cont": 0.5, "sneg": 0.5, "uni": 1.0}
@@ -41,9 +42,9 @@ def clic_loss(image: torch.Tensor, texts: torch.Tensor, scale: torch.Tensor,
     return sum(weights[k] * v for k, v in parts.items()), parts
 
 
-class CLICObjective:
+class CLICObjective(Objective):
     name = "clic"
-    mode = "clic"
+    needs = Needs(clic=True)
     # batch 200 per GPU x 4 in the paper; linear warm-up over 0.2 of the run, cosine to 1e-8
     defaults = dict(lr=1e-6, batch_size=800, warmup=0.2, min_lr=1e-8, eps=1e-8, weight_decay=0.1,
                     lock_image=True)

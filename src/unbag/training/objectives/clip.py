@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 from ...models.base import Backend
 from ...dist import gather
+from .base import Objective
 
 
 def clip_loss(image: torch.Tensor, text: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -16,7 +17,7 @@ def clip_loss(image: torch.Tensor, text: torch.Tensor, scale: torch.Tensor) -> t
     return (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
 
 
-class ClipObjective:
+class ClipObjective(Objective):
     """Image-caption pairs -> clip_loss with the model's own logit scale."""
 
     name = "clip"

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ...models.base import Backend
 from ...dist import gather
+from .base import Needs, Objective
 
 WEIGHTS = {"igc": 0.1, "tgc": 0.1, "distill": 0.005}
 
@@ -52,10 +53,9 @@ def degla_loss(v: torch.Tensor, t: torch.Tensor, tn: torch.Tensor, tv: torch.Ten
     return l_base + sum(w * parts[k] for k, w in weights.items()), parts
 
 
-class DeGLAObjective:
+class DeGLAObjective(Objective):
     name = "degla"
-    needs_typed = True
-    needs_teacher = True
+    needs = Needs(typed=True, teacher=True)
     teacher: Backend | None = None
     defaults = dict(lr=1e-6, batch_size=256, warmup=50, eps=1e-6, weight_decay=0.1, ema=0.9996)
 

@@ -12,6 +12,7 @@ import torch
 from ...models.base import Backend
 from ...dist import gather, gather_varlen
 from .clip import clip_loss
+from .base import Needs, Objective
 
 
 def ft_loss(image: torch.Tensor, text: torch.Tensor, neg_image: torch.Tensor | None,
@@ -22,9 +23,9 @@ def ft_loss(image: torch.Tensor, text: torch.Tensor, neg_image: torch.Tensor | N
     return clip_loss(image, text, scale)
 
 
-class FTObjective:
+class FTObjective(Objective):
     name = "ft"
-    needs_twins = True
+    needs = Needs(twins=True)
     defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:

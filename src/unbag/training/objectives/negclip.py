@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from ...models.base import Backend
 from ...dist import gather, gather_varlen
+from .base import Needs, Objective
 
 
 def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor,
@@ -24,10 +25,11 @@ def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor
     return (F.cross_entropy(i2t, target) + F.cross_entropy(t2i, target)) / 2
 
 
-class NegCLIPObjective:
+class NegCLIPObjective(Objective):
     name = "negclip"
-    needs_negatives = True
-    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)  # NegCLIP's own are for another scale: FT's
+    needs = Needs(negatives=True)
+    # FT's recipe: NegCLIP's own hyperparameters are for another scale of data and model
+    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         n = len(batch["ids"])
