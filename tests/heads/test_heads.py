@@ -248,3 +248,23 @@ def test_head_warmup_is_steps_or_a_fraction(warmup, steps, want_first):
     assert [f(s) for s in range(steps + 1)] == pytest.approx([same(s) for s in range(steps + 1)])
     with pytest.raises(UnbagError, match="warm-up -1"):
         schedule(HeadTrainConfig(steps=steps, warmup=-1))
+
+
+def test_tflocal_reads_patch_tokens_and_tfglobal_does_not():
+    from unbag.heads.common import image_fields
+
+    torch.manual_seed(0)
+    n, p, t, d = 4, 16, 3, 64
+    img, tok, txt = torch.randn(n, d), torch.randn(n, p, d), torch.randn(n, t, d)
+    mask = torch.ones(n, t, dtype=torch.bool)
+    other = tok.clone()
+    other[:, 5] += 1.0  # one patch changes
+    for kind, cls, reads in (("tflocal", TFLocal, True), ("tfglobal", TFGlobal, False)):
+        head = cls(HeadConfig(kind=kind, dim=d, patches=p)).eval()
+        with torch.no_grad():  # untrained output layers may start at zero: give them weights
+            for prm in head.parameters():
+                prm.add_(0.05 * torch.randn_like(prm))
+            a = head(img_global=img, tokens=tok, text=txt, mask=mask)
+            b = head(img_global=img, tokens=other, text=txt, mask=mask)
+        assert (not torch.allclose(a, b)) == reads, kind
+        assert ("img_patches" in image_fields(head.cfg)) == reads  # and the cache field is read only then

@@ -44,9 +44,13 @@ def test_parse_takes_the_first_answer_line():
 def test_random_lm_answers_are_checked_and_rules_fill_in(tiny_lm):
     g = LLMGenerator(tiny_lm, max_new_tokens=8)
     caption = "a red dog chasing a blue cat"
+    answers, real = [], g.complete
+    g.complete = lambda text: answers.append(parse(real(text))) or answers[-1]
     got = g.generate(caption, 4, np.random.default_rng(0))
     assert len(got) == 4 and all(differs(caption, n) for _, n in got)
-    assert g.stats["llm"] + g.stats["rejected"] == len(TYPES) or g.stats["llm"] == 4
+    # every LM answer is counted once, as kept or rejected; the kept ones lead the list, rules fill the rest
+    assert g.stats["llm"] + g.stats["rejected"] == len(answers) >= 1
+    assert [n for _, n in got[:g.stats["llm"]]] == [a for a in answers if a and differs(caption, a)][:g.stats["llm"]]
 
 
 def test_a_good_lm_answer_is_kept(tiny_lm, monkeypatch):
@@ -63,3 +67,20 @@ def test_a_good_lm_answer_is_kept(tiny_lm, monkeypatch):
 def test_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(UnbagError, match="cannot load the language model"):
         LLMGenerator(str(tmp_path / "nope"))
+
+
+def test_export_records_how_many_lm_answers_it_kept(tiny_lm, tmp_path):
+    import json
+
+    from PIL import Image
+
+    from unbag.negatives.export import export
+
+    (tmp_path / "im").mkdir()
+    Image.new("RGB", (32, 32), "red").save(tmp_path / "im" / "a.png")
+    (tmp_path / "d.csv").write_text("filepath,title\nim/a.png,a red dog chasing a blue cat\n")
+    out = export(f"csv:{tmp_path / 'd.csv'}", tmp_path / "neg.json", k=2, gen=f"llm:{tiny_lm}", progress=False)
+    meta = json.loads((tmp_path / "neg.meta.json").read_text())
+    entries = json.loads(out.read_text())
+    assert meta["generator"] == f"llm:{tiny_lm}" and len(entries) == 1 and len(entries[0]["enhanced"]) == 2
+    assert set(meta["llm_answers"]) == {"llm", "rejected"} and sum(meta["llm_answers"].values()) >= 1

@@ -20,7 +20,6 @@ def test_training_stream_never_shows_or_names_a_held_out_combination():
 def test_stream_is_deterministic_by_index():
     a, b = stream.sample(4, 17), stream.sample(4, 17)
     assert a.caption == b.caption and (a.image == b.image).all()
-    assert stream.batch(4, 2, 8)[3].caption == stream.sample(4, 19).caption
 
 
 def test_stream_has_every_caption_form():
@@ -62,8 +61,8 @@ def test_twins_do_not_disturb_the_sample_stream():
     for k in range(20):
         stream.twin(3, k)
     assert [stream.sample(3, k).caption for k in range(20)] == before
-    t1, t2 = stream.twin(3, 5), stream.twin(3, 5)
-    assert (t1 is None and t2 is None) or (t1.caption == t2.caption and (t1.image == t2.image).all())
+    t1, t2 = stream.twin(3, 5), stream.twin(3, 5)  # sample 5 of seed 3 has a twin
+    assert t1 is not None and t1.caption == t2.caption and (t1.image == t2.image).all()
 
 
 def test_finetuning_is_the_default_stream():

@@ -63,10 +63,6 @@ class Backend(ABC):
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def to(self, device: str | torch.device) -> "Backend":
-        self.model.to(device)
-        return self
-
     def patch_px(self) -> int | None:
         """Side in pixels of the image patch behind one token (None for encoders without patches)."""
         if not hasattr(self, "_patch_px"):

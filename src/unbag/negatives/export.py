@@ -9,7 +9,7 @@ import numpy as np
 from rich.progress import Progress
 
 from ..errors import UnbagError
-from ..utils import atomic_write
+from ..utils import atomic_write, versions, write_json
 from .typed import TYPES, RuleGenerator, WorldGenerator
 
 
@@ -25,12 +25,13 @@ def generator(spec: str, device: str = "cpu"):
 
 def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k: int = 4, n: int = 1000,
            seed: int = 0, gen: str = "rules", device: str = "cpu", progress: bool = True) -> Path:
-    """Generate k negatives per caption of `data` (world: n stream samples) and write them to `out`."""
+    """Generate k negatives per caption of `data` (world: n stream samples) and write them to `out`,
+    with OUT.meta.json beside it: how they were made (and, for an LLM, how many answers it kept)."""
     bad = set(types) - set(TYPES)
     if bad:
         raise UnbagError(f"unknown negative types {sorted(bad)}; available: {', '.join(TYPES)}")
     out = Path(out)
-    entries = []
+    entries, g = [], None
     with Progress(disable=not progress) as bar:
         if data in ("world", "ctrl"):
             from ..world import stream
@@ -56,4 +57,8 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
                                 "types": [t for t, _ in got]})
                 bar.advance(task)
     atomic_write(out, json.dumps(entries, indent=1) + "\n")
+    meta = {"data": data, "types": list(types), "k": k, "n": len(entries), "seed": seed,
+            "generator": "world grammar" if g is None else gen, "llm_answers": getattr(g, "stats", None),
+            "versions": versions()}
+    write_json(out.with_suffix(".meta.json"), meta)
     return out

@@ -72,8 +72,3 @@ def render(scene: Scene, px: int = 64) -> np.ndarray:
     img = np.asarray(canvas.resize((px, px), Image.Resampling.BOX), dtype=np.int16)
     noise = np.random.default_rng(scene.seed).normal(0.0, 6.0, size=(px, px, 1))
     return np.clip(img + np.round(noise), 0, 255).astype(np.uint8)
-
-
-def background(scene: Scene, px: int = 64) -> np.ndarray:
-    """The scene's background alone (same noise), for masking regions in place."""
-    return render(Scene(objects=[], seed=scene.seed), px)

@@ -78,10 +78,6 @@ class Scene:
         return sorted({h for o in self.objects for h in o.held_out()})
 
 
-def is_held_out(shape: str, color: str, size: str, material: str) -> bool:
-    return bool(Obj(shape, color, size, material).held_out())
-
-
 def random_attrs(rng: np.random.Generator, *, allow_held_out: bool, shape: str | None = None,
                  **fixed: str) -> Obj:
     """Sample an object's attributes (position left at the centre), honouring fixed values."""

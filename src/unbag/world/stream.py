@@ -154,11 +154,3 @@ def twin(seed: int, index: int, px: int = 64, s: Sample | None = None,
         scene = Scene(objs, s.scene.seed)
         return Twin(render(scene, px), text, segs, scene, category)
     return None
-
-
-def batch(seed: int, step: int, size: int, px: int = 64, offset: int = 0) -> list[Sample]:
-    """Samples [step*size + offset, ...) of the stream; offset lets ranks take disjoint slices."""
-    start = step * size + offset
-    return [sample(seed, start + k, px) for k in range(size)]
-
-
