@@ -1,0 +1,65 @@
+"""Under torchrun, 2 gloo processes follow 1 process: training with the same global batch, and
+sharded evaluation. One launch runs every multi-process path (tests/torchrun_job.py)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from unbag.evaluation import evaluate
+from unbag.training.engine import TrainConfig, Trainer
+
+JOB = Path(__file__).resolve().parent / "torchrun_job.py"
+
+
+def _job():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("torchrun_job", JOB)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_JOB = _job()
+METHODS, PROTOCOLS, TRAIN = _JOB.METHODS, _JOB.PROTOCOLS, _JOB.TRAIN
+
+
+@pytest.fixture(scope="module")
+def two(tiny_bench, tmp_path_factory):
+    out = tmp_path_factory.mktemp("torchrun")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(JOB),
+           str(out), str(tiny_bench)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+def _log(out):
+    return [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_two_gloo_processes_train_as_one(two, method, tmp_path):
+    one = tmp_path / "one"
+    Trainer(TrainConfig.for_method(method, device="cpu", **TRAIN), one).fit(progress=False)
+    a, b = _log(one), _log(two / f"train-{method}")
+    assert len(a) == len(b) == 3
+    for x, y in zip(a, b):
+        assert y["loss"] == pytest.approx(x["loss"], rel=1e-4, abs=1e-5)
+        assert y["grad_norm"] == pytest.approx(x["grad_norm"], rel=1e-3, abs=1e-5)
+    assert json.loads((two / f"train-{method}" / "config.json").read_text())["processes"] == 2
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_two_processes_evaluate_as_one(two, tiny_bench, tmp_path, protocol):
+    one = evaluate("builtin", f"ctrl:{tiny_bench}", protocol, out=str(tmp_path / "one.json"), progress=False)
+    res = json.loads((two / f"eval-{protocol}.json").read_text())
+    assert res["metrics"] == one["metrics"] and res["ties"] == one["ties"] and res["config"]["processes"] == 2
+    a = [json.loads(x) for x in (tmp_path / "one.items.jsonl").read_text().splitlines()]
+    b = [json.loads(x) for x in (two / f"eval-{protocol}.items.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in a] == [x["id"] for x in b]
+    for x, y in zip(a, b):
+        assert sum(x["scores"], []) == pytest.approx(sum(y["scores"], []), abs=1e-5)
