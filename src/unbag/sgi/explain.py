@@ -102,7 +102,8 @@ def explain(backend, bench: Benchmark, cfg: SGIConfig) -> Explanation:
     panels, rows = [], []
     for d in details:
         # the square frame SGI took its regions from (docs/sgi.md, --frame), so the boxes line up
-        img = Image.fromarray(framed(np.asarray(load_image(it.images[d["image"]], it.source or it.id)), cfg.frame)[0])
+        arr = np.asarray(load_image(it.images[d["image"]], it.source or it.id))
+        img = Image.fromarray(framed(arr, cfg.frame)[0] if cfg.mode == "mask" else arr)
         caption = it.captions[d["caption"]]
         panels.append(_panel(img, d, float(scores[d["image"], d["caption"]]), caption, font))
         for (text, kind), region, s in zip(d["segments"], d["regions"], d["sims"]):

@@ -54,7 +54,7 @@ class SGIConfig:
     relation_weight: float = 0.1
     scales: tuple[float, ...] = (0.5, 1 / 3)
     phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
-    frame: str = "pad"  # non-square images: pad to a square (nothing lost) | crop (the encoder's centre crop)
+    frame: str = "pad"  # mask mode, non-square images: pad to a square (nothing lost) | crop (the encoder's)
     counts: str = "check"  # counted phrases must fit as many single regions as they say; off: do not
     count_weight: float = 0.3
     cache_dir: str | None = None
@@ -184,7 +184,9 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     with Progress(disable=not progress) as bar:
         task = bar.add_task("sgi regions", total=len(order))
         for slot, i in enumerate(order):
-            arr, gt = framed(np.asarray(load_image(refs[i], wheres[i], bench.image_size)), cfg.frame, gts[i])
+            arr, gt = np.asarray(load_image(refs[i], wheres[i], bench.image_size)), gts[i]
+            if cfg.mode == "mask":  # a crop is resized to the model's input whole: nothing to frame
+                arr, gt = framed(arr, cfg.frame, gt)
             regions = regions_for(arr, cfg.region_cfg, gt)
             key = cache.key(backend.spec, image_key(arr), regions, cfg.mode, f"median/phases{views}")
             hit = cache.get(key)
