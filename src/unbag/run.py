@@ -108,16 +108,16 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             protocol, options = protocols[p]
             protocol = resolve(protocol, model_specs[m])
             res = json.loads(dest.read_text()) if dest.is_file() else None
+            if backend is None or backend.spec != model_specs[m]:  # cells come model by model
+                backend = load(model_specs[m], device=device)
             if res is not None and model_specs[m] not in ids:  # which weights the spec means now
-                ids[model_specs[m]] = weights_id(load(model_specs[m], device=device))
+                ids[model_specs[m]] = weights_id(backend)
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options):
                 spec = plan["benchmarks"][b]
                 if spec not in loaded:  # generate/read each benchmark once per run; keep the last
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
                     loaded[spec] = benchmarks.load(spec, seed=seed)
-                if backend is None or backend.spec != model_specs[m]:  # cells come model by model
-                    backend = load(model_specs[m], device=device)
                 res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
                                progress=False, options=options)
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}

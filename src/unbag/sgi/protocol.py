@@ -278,6 +278,11 @@ def geometry(segs: list[seg.Segment], chosen: list) -> list[float]:
     return out
 
 
+def counts_things(segs: list[seg.Segment]) -> bool:
+    """Whether a caption counts: some phrase names two or more things ("three red cubes")."""
+    return any(s.kind == "group" and (s.count or 0) >= 2 for s in segs)
+
+
 def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) -> list[float]:
     """Per segment of a caption that counts ("three red cubes and one blue cone"): +1 / -1 when the
     phrase names as many things as there are single regions that fit its description ("a red cube")
@@ -285,7 +290,7 @@ def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) ->
     cosines are standardised over the image's single regions first, so a description the encoder
     scores high everywhere does not claim every region. No check when no phrase names two or more."""
     out = [0.0] * len(segs)
-    if not any(s.kind == "group" and (s.count or 0) >= 2 for s in segs):
+    if not counts_things(segs):
         return out
     counted = [k for k, s in enumerate(segs) if s.kind in ("object", "group") and s.count]
     singles = [j for j, reg in enumerate(r.regions) if len(reg) == 1]
@@ -301,7 +306,7 @@ def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) ->
 
 def checkable(segs: list[seg.Segment], cfg: SGIConfig) -> bool:
     """Whether the count or geometry check can add anything to a caption with these segments."""
-    counts = cfg.counts == "check" and any(s.kind == "group" and (s.count or 0) >= 2 for s in segs)
+    counts = cfg.counts == "check" and counts_things(segs)
     return counts or (cfg.relations == "geometry" and any(s.kind == "relation" and s.predicate for s in segs))
 
 
@@ -318,15 +323,18 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
     segs = caption_segments(bench, cfg)
     flat = [s.text for ss in segs for s in ss]
     temb = encode_texts(backend, flat, progress=progress)
-    if cfg.counts == "check":  # one description embedding per segment ("a red cube" for "three red cubes")
-        demb = encode_texts(backend, [seg.description(s.text) for ss in segs for s in ss], progress=progress)
+    # description embeddings ("a red cube" for "three red cubes"), for the captions that count
+    counting = [cfg.counts == "check" and counts_things(ss) for ss in segs]
+    demb = encode_texts(backend, [seg.description(s.text) for ss, k in zip(segs, counting) if k for s in ss],
+                        progress=progress)
     scores = torch.empty(len(items), n_img, n_cap)
-    t = 0
+    t = d = 0
     seg_emb, desc_emb = [], []
-    for ss in segs:
+    for ss, k in zip(segs, counting):
         seg_emb.append(temb[t:t + len(ss)])
-        desc_emb.append(demb[t:t + len(ss)] if cfg.counts == "check" else None)
+        desc_emb.append(demb[d:d + len(ss)] if k else None)
         t += len(ss)
+        d += len(ss) if k else 0
     for n in range(len(items)):
         for i in range(n_img):
             r = regs[n * n_img + i]
@@ -340,7 +348,7 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
                 scores[n, i, c], choice = aggregate(sim, allowed, cfg.assign)
                 if checks_only:
                     scores[n, i, c] = 0.0
-                if cfg.counts == "check":
+                if desc_emb[n * n_cap + c] is not None:
                     scores[n, i, c] += cfg.count_weight * sum(count_check(ss, r, desc_emb[n * n_cap + c])) / len(ss)
                 if cfg.relations == "geometry":
                     geo = geometry(ss, [r.regions[j] for j in choice])

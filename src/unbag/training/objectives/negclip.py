@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from ...models.base import Backend
 from ...dist import gather, gather_varlen
 from .base import Needs, Objective
+from .ft import FTObjective
 
 
 def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor,
@@ -28,8 +29,7 @@ def negclip_loss(image: torch.Tensor, text: torch.Tensor, neg_text: torch.Tensor
 class NegCLIPObjective(Objective):
     name = "negclip"
     needs = Needs(negatives=True)
-    # FT's recipe: NegCLIP's own hyperparameters are for another scale of data and model
-    defaults = dict(lr=1e-6, batch_size=400, warmup=50, eps=1e-6, weight_decay=0.1)
+    defaults = FTObjective.defaults  # FT's recipe: NegCLIP's own is for another scale of data and model
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         n = len(batch["ids"])
