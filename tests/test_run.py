@@ -12,8 +12,7 @@ def _plan(tmp_path, bench):
     # a saved random model: `open_clip:unbag-tiny` draws new random weights at every load, and
     # a cell made with other weights than the spec's now is run again
     from unbag import models
-    from unbag.models.openclip import save_local_dir
-    tiny = save_local_dir(models.load("open_clip:unbag-tiny"), tmp_path / "tiny")
+    tiny = models.load("open_clip:unbag-tiny").save(tmp_path / "tiny")
     p = tmp_path / "plan.toml"
     p.write_text(f'''
 out = "{tmp_path / 'out'}"

@@ -5,7 +5,6 @@ import torch
 
 from unbag import models
 from unbag.errors import UnbagError
-from unbag.models.openclip import save_local_dir
 from unbag.models.overlay import save_overlay
 
 
@@ -14,7 +13,7 @@ def test_overlay_keeps_only_changed_tensors_and_loads_back(tmp_path):
     with torch.no_grad():
         b.model.text_projection.add_(0.01)
         b.model.logit_scale.add_(0.1)
-    save_local_dir(b, tmp_path / "tuned")
+    b.save(tmp_path / "tuned")
     out = save_overlay(str(tmp_path / "tuned"), "builtin", tmp_path / "ov", {"method": "test"})
     info = json.loads((out / "overlay.json").read_text())
     assert info["tensors"] == 2 and info["base"] == "builtin" and info["method"] == "test"

@@ -82,9 +82,9 @@ def test_schedule_warms_up_then_decays_to_min():
 def test_resume_accepts_a_checkpoint_from_before_a_new_option(tmp_path):
     # a run begun by an older unbag has no entry for an option added since: it had the default
     Trainer(_cfg(steps=3), tmp_path).fit(progress=False)
-    saved = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    saved = json.loads((tmp_path / "ckpt" / "train_config.json").read_text())
     del saved["select"]
-    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(saved))
+    (tmp_path / "ckpt" / "train_config.json").write_text(json.dumps(saved))
     Trainer(_cfg(steps=3), tmp_path).fit(resume=True, progress=False)
     with pytest.raises(UnbagError, match="select"):
         Trainer(_cfg(steps=3, select="ctrl-id:1"), tmp_path).fit(resume=True, progress=False)

@@ -44,7 +44,7 @@ def test_the_best_validated_checkpoint_is_exported(tmp_path, monkeypatch):
     assert [v["best_step"] for v in val] == [1, 3, 3, 3]
     exported = load_file(str(out / "model" / "open_clip_model.safetensors"))
     at_best = load_file(str(out / "best" / "model.safetensors"))
-    last = load_file(str(out / "ckpt" / "model.safetensors"))
+    last = load_file(str(out / "ckpt" / "open_clip_model.safetensors"))
     assert all((exported[k] == at_best[k]).all() for k in at_best)
     assert any((exported[k] != last[k]).any() for k in last)
     meta = json.loads((out / "model" / "open_clip_config.json").read_text())

@@ -60,8 +60,11 @@ def _folder(spec: str, device) -> Backend:
     if (path / "open_clip_config.json").is_file():
         from .openclip import OpenCLIPBackend
         return OpenCLIPBackend(spec, f"local-dir:{path}", device=device)
+    if (path / "config.json").is_file() and (path / "preprocessor_config.json").is_file():
+        return _hf(spec, str(path), device)  # a transformers model folder (one unbag saved, for one)
     if path.exists():
-        raise UnbagError(f"{spec}: not a model directory (no open_clip_config.json inside)")
+        raise UnbagError(f"{spec}: not a model directory (no open_clip_config.json, or config.json with "
+                         "preprocessor_config.json, inside)")
     raise UnbagError(f"unknown model spec {spec!r}; known forms: {', '.join(SPEC_FORMS)}")
 
 
@@ -71,7 +74,7 @@ MODELS: dict[str, Form] = {
                       _open_clip),
     "hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)", _hf),
 }
-SPEC_FORMS = tuple(f.form for f in MODELS.values()) + ("PATH (a saved unbag / open_clip local-dir model)",)
+SPEC_FORMS = tuple(f.form for f in MODELS.values()) + ("PATH (a model folder unbag saved: open_clip or transformers)",)
 
 
 def load(spec: str, device: str | torch.device = "cpu") -> Backend:

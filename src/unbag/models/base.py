@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from PIL import Image
@@ -58,6 +60,29 @@ class Backend(ABC):
     @abstractmethod
     def logit_scale(self) -> torch.Tensor:
         """exp(learned temperature parameter), clamped to <= 100 as in CLIP."""
+
+    weights_file = "model.safetensors"  # the weights' file name in a saved model folder
+
+    @abstractmethod
+    def write_config(self, folder: Path, extra: dict | None = None) -> None:
+        """Write the files besides the weights that make `folder` loadable; `extra` records how it was made."""
+
+    def write(self, folder: str | os.PathLike, extra: dict | None = None) -> None:
+        """Write weights and config into an existing folder (non-atomic: see `save`)."""
+        from safetensors.torch import save_file
+
+        folder = Path(folder)
+        state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
+        save_file(state, str(folder / self.weights_file), metadata={"format": "pt"})
+        self.write_config(folder, extra)
+
+    def save(self, out: str | os.PathLike, extra: dict | None = None) -> Path:
+        """Write a model folder that `unbag.models.load(out)` loads back, atomically."""
+        from ..utils import atomic_dir
+
+        with atomic_dir(out) as tmp:
+            self.write(tmp, extra)
+        return Path(out)
 
     @property
     def device(self) -> torch.device:

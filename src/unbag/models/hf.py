@@ -49,7 +49,7 @@ class HFBackend(Backend):
         self.kind, model, tf = _load(path)
         self.model = model.to(device).eval()
         self.tokenizer = tf.AutoTokenizer.from_pretrained(path)
-        proc = self._processor_config(path)
+        proc = self._proc = self._processor_config(path)
         vcfg = model.config.vision_config
         side = proc.get("crop_size") or proc.get("size") or {"height": vcfg.image_size}
         h = side.get("height", side.get("shortest_edge", vcfg.image_size)) if isinstance(side, dict) else side
@@ -136,6 +136,19 @@ class HFBackend(Backend):
     @property
     def logit_scale(self) -> torch.Tensor:
         return self.model.logit_scale.exp().clamp(max=100)
+
+    def write_config(self, folder: Path, extra: dict | None = None) -> None:
+        """transformers' layout (config.json, tokenizer, preprocessor_config.json); unbag's record in unbag.json."""
+        folder = Path(folder)
+        self.model.config.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        proc = dict(self._proc)
+        px = self.image_size[0]
+        proc.setdefault("crop_size" if self.kind == "clip" else "size", {"height": px, "width": px})
+        proc.update(image_mean=list(self.mean), image_std=list(self.std))
+        (folder / "preprocessor_config.json").write_text(json.dumps(proc, indent=2) + "\n")
+        if extra:
+            (folder / "unbag.json").write_text(json.dumps(extra, indent=2) + "\n")
 
 
 class Preprocess:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import torch
@@ -149,22 +148,13 @@ class OpenCLIPBackend(Backend):
     def logit_scale(self) -> torch.Tensor:
         return self.model.logit_scale.exp().clamp(max=100)
 
+    weights_file = "open_clip_model.safetensors"
 
-def save_local_dir(backend: OpenCLIPBackend, out: str | os.PathLike, extra: dict | None = None) -> Path:
-    """Write an open_clip `local-dir` model (open_clip_config.json + safetensors), atomically."""
-    import json
+    def write_config(self, folder: Path, extra: dict | None = None) -> None:
+        """open_clip's `local-dir` layout: open_clip_config.json (and unbag's record under "unbag")."""
+        import json
 
-    from safetensors.torch import save_file
-
-    from ..utils import atomic_dir
-
-    cfg = {"model_cfg": backend.model_cfg,
-           "preprocess_cfg": {"mean": list(backend.mean), "std": list(backend.std)}}
-    if extra:
-        cfg["unbag"] = extra
-    with atomic_dir(out) as tmp:
-        state = {k: v.detach().contiguous().cpu() for k, v in backend.model.state_dict().items()}
-        save_file(state, str(tmp / "open_clip_model.safetensors"))
-        (tmp / "open_clip_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    return Path(out)
-
+        cfg = {"model_cfg": self.model_cfg, "preprocess_cfg": {"mean": list(self.mean), "std": list(self.std)}}
+        if extra:
+            cfg["unbag"] = extra
+        (Path(folder) / "open_clip_config.json").write_text(json.dumps(cfg, indent=2) + "\n")

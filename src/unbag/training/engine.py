@@ -153,30 +153,28 @@ class Trainer:
         if self.rank:
             return
         with atomic_dir(self.ckpt_dir) as tmp:
-            save_file(_state(self.model), str(tmp / "model.safetensors"))
+            # the checkpoint is also a model folder of the backend's kind: `unbag eval --model OUT/ckpt`
+            # works mid-run (the trainer's config is train_config.json: transformers owns config.json)
+            self.backend.write(tmp)
             if self.ema is not None:
                 save_file(_state(self.ema.model), str(tmp / "ema.safetensors"))
             torch.save({"optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
                         "scaler": self.scaler.state_dict(), "step": self.step}, tmp / "trainer.pt")
-            (tmp / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2))
-            # also a loadable model folder: `unbag eval --model OUT/ckpt` works mid-run
-            (tmp / "open_clip_config.json").write_text(json.dumps(
-                {"model_cfg": self.backend.model_cfg,
-                 "preprocess_cfg": {"mean": list(self.backend.mean), "std": list(self.backend.std)}}, indent=2))
+            (tmp / "train_config.json").write_text(json.dumps(asdict(self.cfg), indent=2))
 
     def load_checkpoint(self) -> bool:
         if not (self.ckpt_dir / "trainer.pt").is_file():
             return False
-        saved = json.loads((self.ckpt_dir / "config.json").read_text())
+        saved = json.loads((self.ckpt_dir / "train_config.json").read_text())
         mine = json.loads(json.dumps(asdict(self.cfg)))
         # a field the saved config lacks (a run begun by an older unbag) had its default value
         default = json.loads(json.dumps(asdict(TrainConfig())))
         diff = {k for k in mine if saved.get(k, default[k]) != mine[k] and k not in ("workers", "threads", "device")}
         if diff:
-            raise UnbagError(f"{self.ckpt_dir}/config.json: resume with a different config "
+            raise UnbagError(f"{self.ckpt_dir}/train_config.json: resume with a different config "
                              f"(fields {sorted(diff)}); use a new --out or the same options")
         dev = str(self.backend.device)
-        self.model.load_state_dict(load_file(str(self.ckpt_dir / "model.safetensors"), device=dev))
+        self.model.load_state_dict(load_file(str(self.ckpt_dir / self.backend.weights_file), device=dev))
         if self.ema is not None:
             self.ema.model.load_state_dict(load_file(str(self.ckpt_dir / "ema.safetensors"), device=dev))
         state = torch.load(self.ckpt_dir / "trainer.pt", weights_only=True, map_location="cpu")
@@ -307,7 +305,6 @@ class Trainer:
                         self._validate(log)
                     self.save_checkpoint()
         self.model.eval()
-        from ..models.openclip import save_local_dir
         out = self.out / "model"
         if lead:
             meta = {"trained_by": "unbag train", "config": asdict(cfg)}
@@ -315,11 +312,11 @@ class Trainer:
                 self.model.load_state_dict(load_file(str(self.best_dir / "model.safetensors"),
                                                      device=str(self.backend.device)))
                 meta["selected"] = self.best
-            save_local_dir(self.backend, out, extra=meta)
+            self.backend.save(out, extra=meta)
             if self.ema is not None:
                 teacher = copy.copy(self.backend)
                 teacher.model = self.ema.model
-                save_local_dir(teacher, self.out / "model_ema", extra=meta | {"weights": "ema"})
+                teacher.save(self.out / "model_ema", extra=meta | {"weights": "ema"})
         dist.barrier()
         return out
 
