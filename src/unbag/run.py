@@ -112,7 +112,8 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                 backend = load(model_specs[m], device=device)
             if res is not None and model_specs[m] not in ids:  # which weights the spec means now
                 ids[model_specs[m]] = weights_id(backend)
-            if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options):
+            if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options,
+                                              plan["benchmarks"][b]):
                 spec = plan["benchmarks"][b]
                 if spec not in loaded:  # generate/read each benchmark once per run; keep the last
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
@@ -160,13 +161,13 @@ def write_explanations(root: Path, model: str, items: list[str], seed: int, prot
     return out
 
 
-def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict) -> bool:
+def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str) -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
     the cell run again instead of being reused)."""
     from .scoring import build
 
-    recorded = json.loads(json.dumps(build(protocol, options)[1]))  # tuples -> lists, as stored
+    recorded = json.loads(json.dumps(build(protocol, options, bench)[1]))  # tuples -> lists, as stored
     return (res.get("model") == model and res.get("model_id") == model_id
             and res.get("config", {}).get("protocol") == protocol
             and res.get("config", {}).get("options") == recorded)

@@ -62,8 +62,8 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     import unbag.sgi.protocol as proto
 
     calls = []
-    real = proto.regions_for
-    monkeypatch.setattr(proto, "regions_for", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = proto.frame_regions
+    monkeypatch.setattr(proto, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
     tiny.patch_px()  # probes the encoder once (patch grid); not part of what is counted
     encoded = []
     real_enc = tiny.encode_images

@@ -7,7 +7,7 @@ next to this one) and register it here (CONTRIBUTING.md).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import UnbagError
@@ -22,6 +22,13 @@ class Kind:
     needs_dir: bool = True  # reads a local copy of an official release
     image_root: bool = False  # takes NAME:DIR:IMAGE_ROOT (annotations and images kept apart)
     global_only: bool = False  # every image against every text (retrieval, classification)
+    sgi: dict = field(default_factory=dict)  # SGI options its images call for, under the user's own
+
+
+# Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes
+# and the whole image), one view each; `blobs` (the default) are for scenes on a plain background.
+# No unions: over eight boxes they would multiply the encoder passes (docs/sgi.md, "Photos").
+PHOTO_SGI = {"regions": "selective", "phases": 1}
 
 
 def _call(module: str, fn: str, *args: str) -> Callable:
@@ -48,16 +55,17 @@ BENCHMARKS: dict[str, Kind] = {
     "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False),
     "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True),
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", _call("sugarcrepe", "load_sugarcrepe", "path", "image_root"),
-                       image_root=True),
+                       image_root=True, sgi=PHOTO_SGI),
     "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]",
-                         _call("sugarcrepe", "load_sugarcrepe_pp", "path", "image_root"), image_root=True),
-    "aro-vgr": Kind("aro-vgr:DIR", _call("aro", "load_vgr", "path")),
-    "aro-vga": Kind("aro-vga:DIR", _call("aro", "load_vga", "path")),
-    "aro-coco-order": Kind("aro-coco-order:DIR", _call("aro", "load_coco_order", "path", "seed")),
-    "aro-flickr-order": Kind("aro-flickr-order:DIR", _call("aro", "load_flickr_order", "path", "seed")),
-    "valse": Kind("valse:DIR[:IMAGE_ROOT]", _call("valse", "load", "path", "image_root"), image_root=True),
-    "winoground": Kind("winoground:DIR", _call("winoground", "load", "path")),
-    "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path")),
+                         _call("sugarcrepe", "load_sugarcrepe_pp", "path", "image_root"), image_root=True,
+                         sgi=PHOTO_SGI),
+    "aro-vgr": Kind("aro-vgr:DIR", _call("aro", "load_vgr", "path"), sgi=PHOTO_SGI),
+    "aro-vga": Kind("aro-vga:DIR", _call("aro", "load_vga", "path"), sgi=PHOTO_SGI),
+    "aro-coco-order": Kind("aro-coco-order:DIR", _call("aro", "load_coco_order", "path", "seed"), sgi=PHOTO_SGI),
+    "aro-flickr-order": Kind("aro-flickr-order:DIR", _call("aro", "load_flickr_order", "path", "seed"), sgi=PHOTO_SGI),
+    "valse": Kind("valse:DIR[:IMAGE_ROOT]", _call("valse", "load", "path", "image_root"), image_root=True, sgi=PHOTO_SGI),
+    "winoground": Kind("winoground:DIR", _call("winoground", "load", "path"), sgi=PHOTO_SGI),
+    "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path"), sgi=PHOTO_SGI),
     "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True),
     # karpathy reads JSON[:IMAGE_ROOT] itself
     "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path"), global_only=True),
@@ -85,9 +93,16 @@ def load(spec: str, seed: int = 0):
     return k.loader(path, image_root, seed)
 
 
+def sgi_defaults(name: str) -> dict:
+    """The SGI options a benchmark (name or spec) declares for its images; {} for unregistered ones."""
+    k = BENCHMARKS.get(name.partition(":")[0])
+    return dict(k.sgi) if k else {}
+
+
 def forms() -> str:
     """Every registered spec form, for help texts."""
     return " | ".join(k.form for k in BENCHMARKS.values())
 
 
-__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "BENCHMARKS"]
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "sgi_defaults",
+           "BENCHMARKS", "PHOTO_SGI"]

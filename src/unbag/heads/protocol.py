@@ -47,7 +47,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
         for k, v in image_features(backend, px).items():
             feats.setdefault(k, []).append(v)
     if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
-        regions = encode_regions(backend, bench, SGIConfig(), batch_size)
+        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)
         for k, v in pack_regions([regions[i] for i in img_order]).items():
             feats[k] = [v]
     for s in range(0, len(cap_order), batch_size):
@@ -71,4 +71,6 @@ def structure_checks(backend: Backend, bench: Benchmark, batch_size: int = 256) 
     """What SGI's count and geometry checks add to each score [items, images, captions] (regions
     come from SGI's in-memory cache, so this costs the matching, not the encoding)."""
     from ..sgi.protocol import SGIConfig, score_sgi
-    return score_sgi(backend, bench, batch_size, cfg=SGIConfig(counts="check", relations="geometry"), checks_only=True)
+    cfg = SGIConfig.from_options({**SGIConfig.for_benchmark(bench.name).record(), "counts": "check",
+                                  "relations": "geometry"})
+    return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True)

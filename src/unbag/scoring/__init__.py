@@ -7,6 +7,7 @@ register a builder here (CONTRIBUTING.md).
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,33 +26,43 @@ SGI_PRESETS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class Protocol:
-    """A registered protocol: `build(argument, options)` -> (scoring function, options it records)."""
+    """A registered protocol: `build(argument, options, bench)` -> (scoring function, options it records)."""
     form: str
-    build: Callable[[str, dict], tuple[Callable, dict]]
+    build: Callable[[str, dict, str], tuple[Callable, dict]]
     options: bool = False  # takes keyword options (e.g. SGI's)
 
 
-def _global(arg: str, options: dict) -> tuple[Callable, dict]:
+def _global(arg: str, options: dict, bench: str) -> tuple[Callable, dict]:
     return score_global, {}
 
 
-def _sgi(preset: str) -> Callable[[str, dict], tuple[Callable, dict]]:
-    def build(arg: str, options: dict) -> tuple[Callable, dict]:
+def _sgi(preset: str) -> Callable[[str, dict, str], tuple[Callable, dict]]:
+    def build(arg: str, options: dict, bench: str) -> tuple[Callable, dict]:
+        from ..benchmarks import sgi_defaults
         from ..sgi.protocol import SGIConfig, score_sgi
-        cfg = SGIConfig.from_options({**SGI_PRESETS[preset], **options})
-        return functools.partial(score_sgi, cfg=cfg), cfg.record()
+        declared = sgi_defaults(bench)  # what the benchmark's images call for (photos: `selective`)
+        if declared and str(options.get("regions", "")).startswith("blobs"):
+            warnings.warn(f"SGI regions {options['regions']!r} on {bench}: blobs are found against a plain "
+                          f"background and find few objects on photos; this benchmark's default is "
+                          f"{declared['regions']!r} (docs/sgi.md)", stacklevel=3)
+        cfg = SGIConfig.from_options({**declared, **SGI_PRESETS[preset], **options})
+        record = cfg.record()
+        if declared and preset == "sgi":
+            record["benchmark_defaults"] = declared
+        return functools.partial(score_sgi, cfg=cfg), record
     return build
 
 
-def _head(path: str, options: dict) -> tuple[Callable, dict]:
+def _head(path: str, options: dict, bench: str) -> tuple[Callable, dict]:
     from ..heads.protocol import score_head
     from ..heads.train import load_head
     _, record = load_head(path)
     recorded = {"head": record["head"], "backbone": record["backbone"]}
     if record["head"]["kind"] == "tfregions":  # SGI's structure checks, added (heads/protocol.py)
         from ..sgi.protocol import SGIConfig
-        cfg = SGIConfig().record()
+        cfg = SGIConfig.for_benchmark(bench).record()
         recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
+        recorded["sgi_regions"] = SGIConfig.for_benchmark(bench).regions
     return functools.partial(score_head, path=path), recorded
 
 
@@ -81,12 +92,13 @@ def lookup(protocol: str) -> tuple[Protocol, str]:
     raise UnbagError(f"unknown protocol {protocol!r}; available: {' | '.join(p.form for p in PROTOCOLS.values())}")
 
 
-def build(protocol: str, options: dict | None = None) -> tuple[Callable, dict]:
-    """(scoring function(backend, bench, batch_size, progress), the options it records); an option
-    the protocol does not take is an error that names it."""
+def build(protocol: str, options: dict | None = None, bench: str = "") -> tuple[Callable, dict]:
+    """(scoring function(backend, bench, batch_size, progress), the options it records) for scoring
+    the benchmark named `bench` (its declared SGI defaults apply under the user's options); an
+    option the protocol does not take is an error that names it."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
     p, arg = lookup(protocol)
     if options and not p.options:
         raise UnbagError(f"protocol {protocol!r} takes no options, got {', '.join(sorted(options))} "
                          f"(options belong to the SGI protocols: {', '.join(SGI_PRESETS)})")
-    return p.build(arg, options)
+    return p.build(arg, options, bench)

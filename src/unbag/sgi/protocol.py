@@ -32,8 +32,8 @@ from ..models.base import Backend
 from ..scoring.encode import encode_texts, unique
 from . import segments as seg
 from .cache import RegionCache, default_cache
-from .regions import (FRAMES, RegionConfig, background_color, cropped, framed, masked, masked_shifted,
-                      phase_offsets, regions_for)
+from .regions import (FRAMES, RegionConfig, background_color, cropped, frame_regions, masked, masked_shifted,
+                      phase_offsets)
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -92,6 +92,12 @@ class SGIConfig:
             if name in options and not isinstance(options[name], (int, float)):
                 raise UnbagError(f"SGI option {name} must be a number, got {options[name]!r}")
         return cls(**options)
+
+    @classmethod
+    def for_benchmark(cls, name: str) -> "SGIConfig":
+        """unbag's SGI with the options the benchmark `name` declares for its images (photos: `selective`)."""
+        from ..benchmarks import sgi_defaults
+        return cls.from_options(sgi_defaults(name))
 
     def record(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "cache_dir"}
@@ -184,10 +190,8 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     with Progress(disable=not progress) as bar:
         task = bar.add_task("sgi regions", total=len(order))
         for slot, i in enumerate(order):
-            arr, gt = np.asarray(load_image(refs[i], wheres[i], bench.image_size)), gts[i]
-            if cfg.mode == "mask":  # a crop is resized to the model's input whole: nothing to frame
-                arr, gt = framed(arr, cfg.frame, gt)
-            regions = regions_for(arr, cfg.region_cfg, gt)
+            arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
+            arr, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gts[i])
             key = cache.key(backend.spec, image_key(arr), regions, cfg.mode, f"median/phases{views}")
             hit = cache.get(key)
             if hit is not None:

@@ -5,10 +5,12 @@ region, several for a group (the union of its members' boxes, not their bounding
 object lying between two members stays hidden).
 
 Sources: `gt` (boxes shipped with a benchmark), `grid` (multi-scale sliding windows with
-overlap, full image included), `proposals` (Felzenszwalb graph segmentation, class-agnostic, for
-photos), `blobs` (connected components that differ from the background colour: fast, for scenes on
-a plain background such as ctrl), each optionally `+groups` (unions of 2..max_group regions, for
-counts and relations).
+overlap, full image included), `selective` (hierarchical grouping of graph-based segments in the
+manner of selective search, Uijlings et al. 2013: the photo benchmarks' default, full image
+included), `proposals` (one flat Felzenszwalb segmentation), `blobs` (connected components that
+differ from the background colour: fast, for scenes on a plain background such as ctrl), each
+optionally `+groups` (unions of 2..max_group regions, for counts and relations). docs/sgi.md
+compares them on hand-labelled boxes.
 Inputs: `mask` keeps the region in place and fills the rest with the image's background colour
 (keeps absolute size and position); `crop` cuts the bounding box out and resizes it to the model
 input, as in the paper (loses absolute size).
@@ -25,7 +27,7 @@ from ..errors import UnbagError
 Box = tuple[int, int, int, int]
 Region = tuple[Box, ...]
 
-SOURCES = ("gt", "grid", "proposals", "blobs")
+SOURCES = ("gt", "grid", "selective", "proposals", "blobs")
 MODES = ("mask", "crop")
 
 
@@ -39,8 +41,9 @@ class RegionConfig:
     mode: str = "mask"
     scales: tuple[float, ...] = (0.5, 1 / 3)  # grid window side as a fraction of the image side
     overlap: float = 0.5
-    full: bool | None = None  # include the whole image; default: only for `grid`
+    full: bool | None = None  # include the whole image; default: for `grid` and `selective`
     pad: int = 1  # pixels added around proposal boxes
+    k: int = 8  # most boxes `selective` keeps
 
     @classmethod
     def parse(cls, spec: str, mode: str = "mask", **kw) -> "RegionConfig":
@@ -177,28 +180,130 @@ def _merge_nested(boxes: list[list[int]], frac: float = 0.6) -> list[list[int]]:
     return sorted(boxes, key=lambda b: (b[1], b[0]))
 
 
+def iou(a, b) -> float:
+    """Intersection over union of two boxes."""
+    inter = _area([max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])])
+    return inter / max(1, _area(a) + _area(b) - inter)
+
+
+def selective_boxes(img: np.ndarray, k: int = 8, side: int = 192, scale: float = 100.0,
+                    min_frac: float = 0.01, max_frac: float = 0.9, nms: float = 0.7) -> list[Box]:
+    """Object-like boxes on a photo, the strategy of selective search (Uijlings et al. 2013, IJCV):
+    over-segment (Felzenszwalb, on a copy `side` px long), merge the most similar neighbours
+    (colour histogram + small size + tight fill) until one segment is left, and keep the boxes of
+    the last merges first (large, whole objects before parts), between min_frac and max_frac of
+    the image, without near-duplicates (IoU >= nms), at most k."""
+    from scipy import ndimage
+    from skimage.segmentation import felzenszwalb
+    from skimage.transform import resize
+
+    H, W = img.shape[:2]
+    f = min(1.0, side / max(H, W))
+    small = img if f == 1.0 else (resize(img, (max(1, round(H * f)), max(1, round(W * f))),
+                                         anti_aliasing=True) * 255).astype(np.uint8)
+    h, w = small.shape[:2]
+    labels = felzenszwalb(small, scale=scale, sigma=0.8, min_size=max(4, h * w // 400))
+    n, flat = int(labels.max()) + 1, labels.ravel()
+    size = np.bincount(flat, minlength=n).astype(np.float64)
+    bins = (small.reshape(-1, 3).astype(np.int64) * 25) // 256  # 25 bins per channel
+    hist = np.stack([np.bincount(flat * 25 + bins[:, c], minlength=n * 25).reshape(n, 25) for c in range(3)], 1)
+    hist = hist.reshape(n, 75) / np.maximum(size[:, None] * 3, 1)
+    box = [(sl[1].start, sl[0].start, sl[1].stop, sl[0].stop) for sl in ndimage.find_objects(labels + 1)]
+    region = {i: (hist[i], size[i], box[i]) for i in range(n)}
+    area = float(h * w)
+
+    def union(a, b):
+        return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+    def similarity(i: int, j: int) -> float:
+        (hi, si, bi), (hj, sj, bj) = region[i], region[j]
+        return float(np.minimum(hi, hj).sum() + (1 - (si + sj) / area)
+                     + (1 - (_area(union(bi, bj)) - si - sj) / area))
+
+    pairs = set()
+    for a, b in ((labels[:, :-1], labels[:, 1:]), (labels[:-1], labels[1:])):
+        edge = a != b
+        pairs |= {(min(x, y), max(x, y)) for x, y in zip(a[edge].tolist(), b[edge].tolist())}
+    sims = {p: similarity(*p) for p in pairs}
+    merged = []
+    while sims:
+        i, j = max(sims, key=sims.get)
+        (hi, si, bi), (hj, sj, bj) = region[i], region[j]
+        new = len(region)
+        region[new] = ((hi * si + hj * sj) / (si + sj), si + sj, union(bi, bj))
+        merged.append(new)
+        neighbours = {x for p in sims if i in p or j in p for x in p} - {i, j}
+        sims = {p: v for p, v in sims.items() if i not in p and j not in p}
+        sims.update({(t, new): similarity(t, new) for t in neighbours})
+    out: list[Box] = []
+    for r in list(reversed(merged)) + list(range(n)):
+        b = region[r][2]
+        if not min_frac <= _area(b) / area <= max_frac:
+            continue
+        b = tuple(min(int(round(v / f)), lim) for v, lim in zip(b, (W, H, W, H)))
+        if all(iou(b, o) < nms for o in out):
+            out.append(b)
+            if len(out) == k:
+                break
+    return out
+
+
 def regions_for(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None) -> list[Region]:
     """All regions of one image under a config (singles first, then unions, then the full image)."""
+    h, w = img.shape[:2]
+    return with_groups(base_boxes(img, cfg, gt), cfg, w, h)
+
+
+def base_boxes(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None) -> list[Box]:
+    """The single regions' boxes of one image under a config."""
     h, w = img.shape[:2]
     if cfg.source == "gt":
         if gt is None:
             raise UnbagError("region source 'gt' needs a benchmark that ships boxes")
-        base = [tuple(int(v) for v in b) for b in gt]
-    elif cfg.source == "grid":
-        base = grid_boxes(w, h, cfg.scales, cfg.overlap)
-    elif cfg.source == "blobs":
-        base = blob_boxes(img, cfg.pad)
-    else:
-        base = proposal_boxes(img, cfg.pad)
-    regions: list[Region] = [(b,) for b in dict.fromkeys(base)]
+        return [tuple(int(v) for v in b) for b in gt]
+    if cfg.source == "grid":
+        return grid_boxes(w, h, cfg.scales, cfg.overlap)
+    if cfg.source == "blobs":
+        return blob_boxes(img, cfg.pad)
+    if cfg.source == "selective":
+        return selective_boxes(img, cfg.k)
+    return proposal_boxes(img, cfg.pad)
+
+
+def with_groups(base: list[Box], cfg: RegionConfig, w: int, h: int) -> list[Region]:
+    """Single regions, their unions (with +groups) and the full image (where the source wants it)."""
+    regions: list[Region] = [(tuple(int(v) for v in b),) for b in dict.fromkeys(tuple(b) for b in base)]
     singles = len(regions)
     if cfg.groups and 2 <= singles <= cfg.max_group_base:
         for k in range(2, min(cfg.max_group, singles) + 1):
             regions += [tuple(r[0] for r in c) for c in itertools.combinations(regions[:singles], k)]
-    full = cfg.full if cfg.full is not None else cfg.source == "grid"
-    if full or not regions:
+    full = cfg.full if cfg.full is not None else cfg.source in ("grid", "selective")
+    if (full or not regions) and ((0, 0, w, h),) not in regions:
         regions.append(((0, 0, w, h),))
     return regions
+
+
+def frame_regions(img: np.ndarray, cfg: RegionConfig, frame: str,
+                  gt: list[Box] | None = None) -> tuple[np.ndarray, list[Region]]:
+    """The picture SGI encodes and its regions. In mask mode the picture is framed (`framed`); a
+    `pad` frame's regions are found on the image itself and moved into the square (the padding
+    holds no object, and would join segments at the border), a `crop` frame's on the square the
+    encoder sees. A crop-mode region is cut out and resized whole: no frame."""
+    if cfg.mode != "mask":
+        return img, regions_for(img, cfg, gt)
+    if frame == "pad":
+        sq, moved = framed(img, "pad", [list(b) for b in base_boxes(img, cfg, gt)])
+    else:
+        sq, gt = framed(img, "crop", gt)
+        moved = base_boxes(sq, cfg, gt)
+    return sq, with_groups(moved, cfg, sq.shape[1], sq.shape[0])
+
+
+def plain_background(img: np.ndarray, threshold: float = 30.0, share: float = 0.5) -> bool:
+    """Whether at least `share` of the pixels lie within `threshold` of the median colour: a scene
+    on a plain background (where `blobs` finds objects), not a photo."""
+    diff = np.abs(img.astype(np.int16) - background_color(img).astype(np.int16)).max(-1)
+    return float((diff <= threshold).mean()) >= share
 
 
 def masked(img: np.ndarray, region: Region, fill: np.ndarray) -> np.ndarray:
