@@ -2,9 +2,13 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import io  # noqa: E402
+import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -39,8 +43,6 @@ def tokenizer(kind: str):
 
 def build(kind: str, out: Path, image_size: int = 32, patch: int = 8) -> Path:
     """Save a random tiny CLIPModel/SiglipModel + tokenizer + processor config to `out`."""
-    import json
-
     import torch
     import transformers
 
@@ -73,3 +75,136 @@ def build(kind: str, out: Path, image_size: int = 32, patch: int = 8) -> Path:
 def build_hf():
     """build(kind, out, image_size=32, patch=8) -> a tiny transformers CLIP/SigLIP model folder."""
     return build
+
+
+# -- tiny copies of each public benchmark in its official layout --------------------------------
+COLORS = ["red", "green", "blue", "yellow", "purple", "cyan", "white", "black"]
+
+
+def img(path: Path, k: int, size=(48, 40)) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(k)
+    a = np.full((size[1], size[0], 3), rng.integers(0, 255, 3), np.uint8)
+    a[5:20, 5:25] = rng.integers(0, 255, 3)
+    Image.fromarray(a).save(path)
+    return path
+
+
+def png_bytes(k: int) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.full((32, 32, 3), k * 30 % 255, np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="session")
+def sugarcrepe_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sugarcrepe")
+    for s, subset in enumerate(["add_att", "replace_obj", "swap_att"]):
+        data = {}
+        for i in range(4):
+            fn = f"0000000{s}{i}.jpg"
+            img(root / "val2017" / fn, 10 * s + i)
+            c = COLORS[i]
+            data[str(i)] = {"filename": fn, "caption": f"a {c} cube on a table", "negative_caption": f"a {c} table on a cube"}
+        data["4"] = {"filename": f"0000000{s}0.jpg", "caption": "a tie", "negative_caption": "a tie"}  # a tie: wrong
+        (root / "data").mkdir(exist_ok=True)
+        (root / "data" / f"{subset}.json").write_text(json.dumps(data))
+    return root
+
+
+@pytest.fixture(scope="session")
+def sugarcrepe_pp_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scpp")
+    (root / "data").mkdir()
+    for s, subset in enumerate(["replace_att", "swap_obj"]):
+        data = []
+        for i in range(3):
+            fn = f"1{s}{i}.jpg"
+            img(root / "images" / fn, 20 + 3 * s + i)
+            data.append({"id": i, "filename": fn, "caption": f"a {COLORS[i]} dog", "caption2": f"a dog that is {COLORS[i]}",
+                         "negative_caption": f"a {COLORS[i + 1]} dog"})
+        (root / "data" / f"{subset}.json").write_text(json.dumps(data))
+    return root
+
+
+@pytest.fixture(scope="session")
+def aro_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("aro")
+    for k in range(3):
+        img(root / "images" / f"{k}.jpg", 40 + k, size=(80, 60))
+    rel = []
+    for k, name in enumerate(["on", "on", "next to", "holding", "holding", "holding"]):  # "next to" is symmetric
+        rel.append({"image_path": f"{k % 3}.jpg", "bbox_x": 5, "bbox_y": 4, "bbox_w": 50, "bbox_h": 40,
+                    "true_caption": f"the cup is {name} the table", "false_caption": f"the table is {name} the cup",
+                    "relation_name": name})
+    (root / "visual_genome_relation.json").write_text(json.dumps(rel))
+    att = []
+    for k in range(27):
+        pair = ["red", "wooden"] if k < 25 else ["small", "white"]
+        att.append({"image_path": f"{k % 3}.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 30, "bbox_h": 30,
+                    "true_caption": f"the {pair[0]} chair and the {pair[1]} table",
+                    "false_caption": f"the {pair[1]} chair and the {pair[0]} table", "attributes": pair})
+    (root / "visual_genome_attribution.json").write_text(json.dumps(att))
+    # Karpathy's layout for the order tests
+    images = [{"filepath": "val2014", "filename": f"COCO_val2014_{k:012d}.jpg", "split": "test" if k < 2 else "train",
+               "sentences": [{"raw": f"A man riding a {c} horse next to a small dog."} for c in COLORS[k:k + 2]]}
+              for k in range(3)]
+    for im in images:
+        img(root / im["filepath"] / im["filename"], 50 + len(im["filename"]))
+    (root / "dataset_coco.json").write_text(json.dumps({"images": images}))
+    (root / "dataset_flickr30k.json").write_text(json.dumps({"images": images}))  # same layout as COCO's
+    return root
+
+
+@pytest.fixture(scope="session")
+def valse_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("valse")
+    (root / "data").mkdir()
+    for piece in ("existence", "counting-hard"):
+        data = {}
+        for i in range(3):
+            fn = f"{piece}-{i}.jpg"
+            img(root / "images" / "coco2017" / fn, 60 + i)
+            data[f"k{i}"] = {"dataset": "coco2017", "image_file": fn, "caption": f"there are {i + 1} dogs",
+                             "foil": f"there are {i + 2} dogs", "classes": None, "classes_foil": None,
+                             "mturk": {"caption": 1 if i == 2 else 3, "foil": 0, "other": 0},
+                             "linguistic_phenomena": piece}
+        (root / "data" / f"{piece}.json").write_text(json.dumps(data))
+    return root
+
+
+@pytest.fixture(scope="session")
+def winoground_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("winoground")
+    lines = []
+    for i, (tag, coll) in enumerate([("Object", "Object"), ("Relation", "Relation"), ("Both", "Both")]):
+        img(root / "data" / "images" / f"ex_{i}_img_0.png", 70 + 2 * i)
+        img(root / "data" / "images" / f"ex_{i}_img_1.png", 71 + 2 * i)
+        lines.append(json.dumps({"id": i, "image_0": f"ex_{i}_img_0", "image_1": f"ex_{i}_img_1",
+                                 "caption_0": "a dog bites a man", "caption_1": "a man bites a dog",
+                                 "tag": tag, "secondary_tag": "Symbolic" if i == 0 else "",
+                                 "num_main_preds": 1, "collapsed_tag": coll}))
+    (root / "data" / "examples.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def bivlc_dir(tmp_path_factory):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("bivlc")
+    rows = [{"image": {"bytes": png_bytes(2 * k), "path": None}, "caption": f"a {COLORS[k]} cat",
+             "negative_caption": f"a {COLORS[k + 1]} cat", "negative_image": {"bytes": png_bytes(2 * k + 1), "path": None},
+             "type": "replace" if k < 2 else "swap", "subtype": "att"} for k in range(3)]
+    pq.write_table(pa.Table.from_pylist(rows), root / "test-00000.parquet")
+    return root
+
+
+@pytest.fixture(scope="session")
+def imagefolder_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("folder")
+    for c, name in enumerate(["red_cube", "blue_sphere", "green_cone"]):
+        for k in range(2):
+            img(root / name / f"{k}.png", 90 + 2 * c + k)
+    return root

@@ -141,16 +141,27 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, ca
 
 
 def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: int = 20000,
-             device: str | None = None, progress: bool = False) -> Path:
-    """Cache frozen features for head training: `world[:SEED]` (stream samples and their twins)
-    or `swaps[:SEED]` (in-distribution SWAP items, seed 1000 by default); the cache folder."""
-    from .heads.features import extract_swaps, extract_world
+             device: str | None = None, progress: bool = False, regions: bool = True) -> Path:
+    """Cache frozen features for head training; the cache folder. `data`: `world[:SEED]` (stream
+    samples and their twins), `swaps[:SEED]` (in-distribution SWAP items, seed 1000 by default), or
+    caption data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions
+    such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
+    needs them; on photos they cost SGI's region search per image)."""
+    from .heads.features import extract_captions, extract_swaps, extract_world
     name, _, seed = data.partition(":")
     extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
     if name not in extract:
-        raise UnbagError(f"unknown feature data {data!r}; available: world[:SEED], swaps[:SEED]")
+        from .training.data import source_kind
+        try:
+            source_kind(data)
+        except UnbagError:
+            raise UnbagError(f"unknown feature data {data!r}; available: world[:SEED], swaps[:SEED], csv:PATH, "
+                             "jsonl:PATH, wds:URLS, degla:FILE[:IMAGE_DIR]") from None
+        return Path(extract_captions(_backend(model, device), out, data, n=n, regions=regions, progress=progress))
     if seed and not seed.isdigit():
         raise UnbagError(f"feature data {data!r}: the seed after ':' must be a whole number")
+    if not regions:
+        raise UnbagError("regions=False is for caption data; world and swaps caches always hold regions")
     fn, default_seed = extract[name]
     return Path(fn(_backend(model, device), out, n=n, seed=int(seed) if seed else default_seed, progress=progress))
 

@@ -53,7 +53,7 @@ def _run(a: argparse.Namespace) -> None:
 def _features(a: argparse.Namespace) -> None:
     from .api import features
 
-    out = features(a.model, a.data, a.out, n=a.n, device=a.device, progress=not a.quiet)
+    out = features(a.model, a.data, a.out, n=a.n, device=a.device, progress=not a.quiet, regions=not a.no_regions)
     print(f"features written to {out}")
 
 
@@ -235,8 +235,12 @@ def parser() -> argparse.ArgumentParser:
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
     f.add_argument("--data", default="world", help="world[:SEED] (stream samples and their twins) | "
-                   "swaps[:SEED] (in-distribution SWAP items, seed 1000 by default)")
-    f.add_argument("--n", type=int, default=20000, help="number of stream samples")
+                   "swaps[:SEED] (in-distribution SWAP items, seed 1000 by default) | caption data as "
+                   "`train` reads it: csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR] (each "
+                   "caption with a hard negative: the file's own, else unbag's typed negatives)")
+    f.add_argument("--n", type=int, default=20000, help="number of samples (caption data: the first N records)")
+    f.add_argument("--no-regions", action="store_true", help="caption data: skip SGI region features "
+                   "(TFRegions needs them)")
     f.add_argument("--out", required=True)
     f.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     f.add_argument("--quiet", action="store_true")

@@ -10,17 +10,23 @@ boxes a region must join to match the phrase: 1 for an object, n for "n ..." gro
 img_regions [R, D] (SGI's region embeddings: blobs and their unions, masked in place, 2 phase
 views; zero rows pad), reg_size [R] (boxes per region, 0 for padding), twin [] (row of this row's
 binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
+Caches of caption data (csv/jsonl/wds/degla, e.g. COCO) have no twins; each row brings a hard
+negative caption instead, as neg_txt_global, neg_txt_tokens, neg_txt_mask, neg_phr_global,
+neg_phr_mask, neg_phr_want and has_neg [] (False where no negative could be made).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from rich.progress import track
+from PIL import Image
+from rich.progress import Progress, track
 
 from ..errors import UnbagError
 from ..models.base import Backend, weights_id
@@ -48,13 +54,14 @@ def image_features(backend: Backend, pixels: torch.Tensor) -> dict:
 
 
 @torch.inference_mode()
-def region_features(backend: Backend, images: list) -> dict:
-    """SGI's region embeddings of images (arrays or refs), padded to MAX_REGIONS, and region sizes."""
+def region_features(backend: Backend, images: list, sgi: dict | None = None) -> dict:
+    """SGI's region embeddings of images (arrays or refs), padded to MAX_REGIONS, and region sizes
+    (`sgi`: SGI options, e.g. the photo benchmarks' region source; default unbag's SGI)."""
     from ..benchmarks.base import Benchmark, Item
     from ..sgi.protocol import SGIConfig, encode_regions
 
     bench = Benchmark("regions", "regions", [Item(str(k), [im], [], {}) for k, im in enumerate(images)])
-    return pack_regions(encode_regions(backend, bench, SGIConfig()))
+    return pack_regions(encode_regions(backend, bench, SGIConfig.from_options(sgi or {})))
 
 
 def pack_regions(regions: list) -> dict:
@@ -145,6 +152,77 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     rows = len(fields["img_global"])
     fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
     return write(out, backend, fields, {"data": f"swaps:{seed}", "samples": rows, "twins": rows})
+
+
+def caption_records(data: str, n: int, seed: int = 0) -> Iterator[tuple[Image.Image, str, list[str]]]:
+    """(image, caption, the data's own hard negatives) of the first n records of caption data
+    (csv:, jsonl:, wds:, degla:, as the trainer reads it; each record once, in the trainer's order)."""
+    from ..training.data import DeGLASource, FileSource, source_kind, wds_records
+
+    kind = source_kind(data)
+    if kind == "world":
+        raise UnbagError("world data has its own feature extractor: use world[:SEED] or swaps[:SEED]")
+    if kind == "wds":
+        for k, rec in enumerate(wds_records(data[len("wds:"):], skip=0)):
+            if k == n:
+                return
+            yield rec.image, rec.captions[0], []
+        return
+    src = DeGLASource(data[len("degla:"):], seed) if kind == "degla" else FileSource.from_spec(data, seed)
+    for k in range(min(n, len(src.rows))):
+        rec = src.record(k)
+        yield rec.image, rec.captions[0], list(rec.negatives or [])
+
+
+def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int, seed: int = 0,
+                     regions: bool = True, chunk: int = 64, progress: bool = True) -> Path:
+    """Cache features of the first n records of caption data (photos with captions, e.g. COCO),
+    each with one hard negative caption: the data's own (DeGLA's enhanced negatives) or else one
+    of unbag's typed negatives of the caption (`unbag negatives`' rules: swapped or replaced
+    attributes and objects, exchanged noun phrases). Regions (for TFRegions) come from SGI's
+    photo region source; regions=False leaves them out."""
+    from ..benchmarks import PHOTO_SGI
+    from ..negatives.typed import RuleGenerator
+    from ..sgi import segments as seg
+
+    gen = RuleGenerator()
+    parts: dict[str, list[np.ndarray]] = {}
+    has_neg: list[bool] = []
+    total = 0
+    with Progress(disable=not progress) as bar:
+        task = bar.add_task("features", total=n)
+        records = caption_records(data, n, seed)
+        while True:
+            batch = list(itertools.islice(records, chunk))
+            if not batch:
+                break
+            rng = np.random.default_rng([seed, 17, total])
+            negs = []
+            for _, caption, own in batch:
+                made = own[int(rng.integers(len(own)))] if own else \
+                    next((t for _, t in gen.generate(caption, 1, rng)), None)
+                negs.append(made)
+            has_neg += [x is not None for x in negs]
+            negs = [x if x is not None else c for x, (_, c, _) in zip(negs, batch)]
+            images = [im for im, _, _ in batch]
+            caps = [c for _, c, _ in batch]
+            pixels = torch.stack([backend.preprocess(im) for im in images])
+            f = image_features(backend, pixels) | text_features(backend, caps, [seg.parse(c) for c in caps])
+            if regions:
+                f |= region_features(backend, [np.asarray(im) for im in images], PHOTO_SGI)
+            neg = text_features(backend, negs, [seg.parse(c) for c in negs])
+            f |= {f"neg_{k}": v for k, v in neg.items()}
+            for k, v in f.items():
+                parts.setdefault(k, []).append(v.numpy())
+            total += len(batch)
+            bar.update(task, advance=len(batch))
+    if not total:
+        raise UnbagError(f"{data}: no records to extract features from")
+    fields = {k: np.concatenate(v) for k, v in parts.items()}
+    fields["has_neg"] = np.array(has_neg, dtype=bool)
+    fields["twin"] = np.full(total, -1, dtype=np.int64)
+    return write(out, backend, fields, {"data": data, "samples": total, "twins": 0,
+                                        "negatives": int(sum(has_neg))})
 
 
 def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict) -> Path:

@@ -63,7 +63,8 @@ def _fields(cache: FeatureCache, rows: np.ndarray, cfg: HeadConfig) -> dict:
 
 def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twins: np.ndarray,
               k: int, rng: np.random.Generator) -> torch.Tensor:
-    """Each positive (image i, text i) against its twin's text / image and k random others."""
+    """Each positive (image i, text i) against its twin's text / image and k random others; with
+    a cache of caption data, image i also against its hard negative caption (text only)."""
     b = len(rows)
     others = np.stack([rng.choice(np.delete(rows, i), size=k, replace=False) for i in range(b)])
     cand = np.concatenate([rows[:, None], np.where(twins < 0, rows, twins)[:, None], others], 1)  # [B, 2+k]
@@ -73,9 +74,15 @@ def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twin
     img_all, txt_all = head_inputs(_fields(cache, cand.reshape(-1), head.cfg), head.cfg)
     rep = lambda d: {n: None if t is None else t.repeat_interleave(cand.shape[1], 0) for n, t in d.items()}  # noqa: E731
     # image i vs candidate texts, then candidate images vs text i
-    i2t = head(**rep(img_pos), **txt_all)
-    t2i = head(**img_all, **rep(txt_pos))
-    return (match_loss(i2t.view(b, -1), valid) + match_loss(t2i.view(b, -1), valid)) / 2
+    i2t = head(**rep(img_pos), **txt_all).view(b, -1)
+    t2i = head(**img_all, **rep(txt_pos)).view(b, -1)
+    i2t_valid = valid
+    if "has_neg" in cache.index["fields"]:  # a hard negative caption: one more text candidate
+        negs = {n: cache.get(f"neg_{n}", rows) for n in text_fields(head.cfg)}
+        neg = head(**img_pos, **head_inputs({**_fields(cache, rows, head.cfg), **negs}, head.cfg)[1])
+        i2t = torch.cat([i2t, neg[:, None]], 1)
+        i2t_valid = torch.cat([valid, cache.get("has_neg", rows)[:, None]], 1)
+    return (match_loss(i2t, i2t_valid) + match_loss(t2i, valid)) / 2
 
 
 def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os.PathLike,
