@@ -19,6 +19,10 @@ def _train(a: argparse.Namespace) -> None:
     if a.method in HEADS and a.resume:
         raise UnbagError("heads train in one go from their feature cache; --resume applies to the trainer's methods")
     hp = {k: getattr(a, k) for k in TRAIN_FLAGS if getattr(a, k) not in (None, False)}
+    if a.no_hard_negatives:
+        if a.method not in HEADS:
+            raise UnbagError("--no-hard-negatives is for the heads; the trainer's methods choose their own negatives")
+        hp["hard_negatives"] = False
     out = train(a.method, a.model, a.data, a.out, resume=a.resume, progress=not a.quiet, **hp)
     print(f"{'head' if a.method in HEADS else 'model'} written to {out}")
 
@@ -190,6 +194,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--width", type=int, default=None, help="heads: transformer width (64)")
     t.add_argument("--layers", type=int, default=None, help="heads: layers (1)")
     t.add_argument("--early", action="store_true", help="tflocal: attend to first-block patches too")
+    t.add_argument("--no-hard-negatives", action="store_true", help="heads on caption data: leave each "
+                   "caption's hard negative out of the loss (the paper's variant without them)")
     t.add_argument("--steps", type=int, default=None, help="optimisation steps (1000)")
     t.add_argument("--out", required=True)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt")

@@ -97,6 +97,10 @@ def test_the_hard_negative_is_one_more_text_candidate_in_the_loss(cache):
     valid[:, 1] = False  # no twins in caption data
     want = (match_loss(torch.stack(i2t), torch.cat([valid, has[:, None]], 1)) + match_loss(torch.stack(t2i), valid)) / 2
     assert has.any() and torch.allclose(got, want, atol=1e-5)
+    # without hard negatives (the paper's other variant): the same loss minus that candidate
+    got = step_loss(head, c, rows, twins, 2, np.random.default_rng(7), hard_negatives=False)
+    want = (match_loss(torch.stack(i2t)[:, :-1], valid) + match_loss(torch.stack(t2i), valid)) / 2
+    assert torch.allclose(got, want, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["tflocal", "tfregions"])

@@ -7,6 +7,8 @@ from unbag.benchmarks.ctrl import generated
 from unbag.errors import UnbagError
 from unbag.sgi.cache import RegionCache
 from unbag.sgi.protocol import SGIConfig, aggregate, encode_regions, score_sgi
+from unbag.world.render import render
+from unbag.world.scene import Obj, Scene
 
 
 def test_greedy_aggregation_by_hand():
@@ -232,3 +234,33 @@ def test_sgi_score_recomputed_from_the_encoders_by_hand():
                     seg = F.normalize(b.encode_texts(b.tokenize(texts)).embeds, dim=-1)
                 want = (seg @ reg.T).max(1).values.mean()
                 assert float(got[n, i, c]) == pytest.approx(float(want), abs=1e-5), (it.id, i, c)
+
+
+def test_region_cache_tells_apart_two_models_with_one_spec(small_bench):
+    # open_clip:unbag-tiny draws new random weights at each load: same spec, other weights
+    a, b = (models.load("open_clip:unbag-tiny") for _ in range(2))
+    cfg = SGIConfig(regions="blobs", phases=1)
+    ra, rb = encode_regions(a, small_bench, cfg), encode_regions(b, small_bench, cfg)  # the shared cache
+    assert not torch.allclose(ra[0].emb, rb[0].emb)
+    assert torch.equal(encode_regions(a, small_bench, cfg)[0].emb, ra[0].emb)  # and a real hit is reused
+
+
+def test_a_large_picture_is_resized_once_then_masked():
+    from PIL import Image
+
+    from unbag.sgi.protocol import _inputs
+    from unbag.sgi.regions import background_color, masked
+
+    tiny = models.load("open_clip:unbag-tiny")
+    big = np.asarray(Image.fromarray(render(Scene([Obj("sphere", "red", "large", "rubber", 0.3, 0.3),
+                                                   Obj("cube", "blue", "large", "metal", 0.7, 0.6)], 1), 64))
+                     .resize((256, 256), Image.Resampling.NEAREST))
+    regions = [((40, 40, 120, 120),), ((140, 100, 220, 190),), ((40, 40, 120, 120), (140, 100, 220, 190))]
+    fast = _inputs(tiny, big, regions, "mask")
+    slow = torch.stack([tiny.preprocess(Image.fromarray(masked(big, r, background_color(big)))) for r in regions])
+    assert fast.shape == slow.shape == (3, 3, 64, 64)
+    # the same pictures up to interpolation at the box borders
+    assert float((fast - slow).abs().mean()) < 0.02
+    with torch.no_grad():
+        ef, es = (torch.nn.functional.normalize(tiny.encode_images(x).embeds, dim=-1) for x in (fast, slow))
+    assert float((ef * es).sum(-1).min()) > 0.99

@@ -37,6 +37,7 @@ class HeadTrainConfig:
     min_lr: float = 0.0  # end of the cosine
     weight_decay: float = 0.01
     seed: int = 0
+    hard_negatives: bool = True  # caption-data caches: score each image against its negative caption
 
     @property
     def warmup_steps(self) -> int:
@@ -62,7 +63,7 @@ def _fields(cache: FeatureCache, rows: np.ndarray, cfg: HeadConfig) -> dict:
 
 
 def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twins: np.ndarray,
-              k: int, rng: np.random.Generator) -> torch.Tensor:
+              k: int, rng: np.random.Generator, hard_negatives: bool = True) -> torch.Tensor:
     """Each positive (image i, text i) against its twin's text / image and k random others; with
     a cache of caption data, image i also against its hard negative caption (text only)."""
     b = len(rows)
@@ -77,7 +78,7 @@ def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twin
     i2t = head(**rep(img_pos), **txt_all).view(b, -1)
     t2i = head(**img_all, **rep(txt_pos)).view(b, -1)
     i2t_valid = valid
-    if "has_neg" in cache.index["fields"]:  # a hard negative caption: one more text candidate
+    if hard_negatives and "has_neg" in cache.index["fields"]:  # a hard negative caption: one more text candidate
         negs = {n: cache.get(f"neg_{n}", rows) for n in text_fields(head.cfg)}
         neg = head(**img_pos, **head_inputs({**_fields(cache, rows, head.cfg), **negs}, head.cfg)[1])
         i2t = torch.cat([i2t, neg[:, None]], 1)
@@ -109,7 +110,7 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
         task = bar.add_task(f"train {cfg.head.kind}/{cfg.head.text}", total=cfg.steps)
         for step in range(cfg.steps):
             rows = rng.choice(cache.rows, size=cfg.batch_size, replace=False)
-            loss = step_loss(head, cache, rows, twin_all[rows], cfg.negatives, rng)
+            loss = step_loss(head, cache, rows, twin_all[rows], cfg.negatives, rng, cfg.hard_negatives)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
