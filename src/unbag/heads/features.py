@@ -186,57 +186,77 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
     from ..sgi import segments as seg
 
     gen = RuleGenerator()
-    parts: dict[str, list[np.ndarray]] = {}
-    has_neg: list[bool] = []
-    total = 0
-    with Progress(disable=not progress) as bar:
+    total = negatives = 0
+    with atomic_dir(out) as tmp, Progress(disable=not progress) as bar:
+        shards = ShardWriter(tmp)  # rows go to disk shard by shard: a COCO-sized cache never sits in memory
         task = bar.add_task("features", total=n)
         records = caption_records(data, n, seed)
-        while True:
-            batch = list(itertools.islice(records, chunk))
-            if not batch:
-                break
+        while batch := list(itertools.islice(records, chunk)):
             rng = np.random.default_rng([seed, 17, total])
-            negs = []
-            for _, caption, own in batch:
-                made = own[int(rng.integers(len(own)))] if own else \
-                    next((t for _, t in gen.generate(caption, 1, rng)), None)
-                negs.append(made)
-            has_neg += [x is not None for x in negs]
-            negs = [x if x is not None else c for x, (_, c, _) in zip(negs, batch)]
-            images = [im for im, _, _ in batch]
+            negs = [own[int(rng.integers(len(own)))] if own else next((t for _, t in gen.generate(c, 1, rng)), None)
+                    for _, c, own in batch]
+            has_neg = np.array([x is not None for x in negs])
             caps = [c for _, c, _ in batch]
+            negs = [x if x is not None else c for x, c in zip(negs, caps)]  # no negative: masked in the loss
+            images = [im for im, _, _ in batch]
             pixels = torch.stack([backend.preprocess(im) for im in images])
             f = image_features(backend, pixels) | text_features(backend, caps, [seg.parse(c) for c in caps])
             if regions:
                 f |= region_features(backend, [np.asarray(im) for im in images], PHOTO_SGI)
-            neg = text_features(backend, negs, [seg.parse(c) for c in negs])
-            f |= {f"neg_{k}": v for k, v in neg.items()}
-            for k, v in f.items():
-                parts.setdefault(k, []).append(v.numpy())
-            total += len(batch)
+            f |= {f"neg_{k}": v for k, v in text_features(backend, negs, [seg.parse(c) for c in negs]).items()}
+            shards.add({k: v.numpy() for k, v in f.items()} | {"has_neg": has_neg,
+                                                               "twin": np.full(len(batch), -1, dtype=np.int64)})
+            total, negatives = total + len(batch), negatives + int(has_neg.sum())
             bar.update(task, advance=len(batch))
-    if not total:
-        raise UnbagError(f"{data}: no records to extract features from")
-    fields = {k: np.concatenate(v) for k, v in parts.items()}
-    fields["has_neg"] = np.array(has_neg, dtype=bool)
-    fields["twin"] = np.full(total, -1, dtype=np.int64)
-    return write(out, backend, fields, {"data": data, "samples": total, "twins": 0,
-                                        "negatives": int(sum(has_neg))})
+        if not total:
+            raise UnbagError(f"{data}: no records to extract features from")
+        index = _index(backend, total, shards.finish(), {"data": data, "samples": total, "twins": 0,
+                                                         "negatives": negatives})
+        (tmp / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    return Path(out)
+
+
+class ShardWriter:
+    """Appends rows of fields and writes each full SHARD of rows to `{field}-{k:05d}.npy` (features as fp16)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.buf, self.fields, self.rows, self.shards = Path(folder), {}, {}, 0, 0
+
+    def add(self, fields: dict[str, np.ndarray]) -> None:
+        for name, arr in fields.items():
+            if arr.dtype in (np.float32, np.float64):
+                arr = arr.astype(np.float16)
+            self.buf.setdefault(name, []).append(arr)
+            self.fields[name] = {"dtype": str(arr.dtype), "shape": list(arr.shape[1:])}
+        self.rows += len(next(iter(fields.values())))
+        while self.rows - self.shards * SHARD >= SHARD:
+            self._flush(SHARD)
+
+    def _flush(self, n: int) -> None:
+        for name, parts in self.buf.items():
+            arr = np.concatenate(parts)
+            np.save(self.folder / f"{name}-{self.shards:05d}.npy", np.ascontiguousarray(arr[:n]))
+            self.buf[name] = [arr[n:]]
+        self.shards += 1
+
+    def finish(self) -> dict:
+        """Write the rows left; the index's `fields` entry (dtype and row shape per field)."""
+        if self.rows > self.shards * SHARD:
+            self._flush(self.rows - self.shards * SHARD)
+        return self.fields
+
+
+def _index(backend: Backend, rows: int, fields: dict, meta: dict) -> dict:
+    return {"format": FORMAT, "version": 1, "backbone": backend.spec, "backbone_id": weights_id(backend),
+            "rows": rows, "shard_rows": SHARD, "fields": fields, **meta}
 
 
 def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict) -> Path:
     """Write fields as shards (features as fp16) with an index, atomically."""
-    rows = len(next(iter(fields.values())))
-    index = {"format": FORMAT, "version": 1, "backbone": backend.spec, "backbone_id": weights_id(backend),
-             "rows": rows, "shard_rows": SHARD, "fields": {}, **meta}
     with atomic_dir(out) as tmp:
-        for name, arr in fields.items():
-            if arr.dtype == np.float32 or arr.dtype == np.float64:
-                arr = arr.astype(np.float16)
-            index["fields"][name] = {"dtype": str(arr.dtype), "shape": list(arr.shape[1:])}
-            for k, s in enumerate(range(0, rows, SHARD)):
-                np.save(tmp / f"{name}-{k:05d}.npy", np.ascontiguousarray(arr[s:s + SHARD]))
+        shards = ShardWriter(tmp)
+        shards.add(fields)
+        index = _index(backend, shards.rows, shards.finish(), meta)
         (tmp / "index.json").write_text(json.dumps(index, indent=2) + "\n")
     return Path(out)
 
@@ -268,9 +288,9 @@ class FeatureCache:
 
     def get(self, name: str, idx: np.ndarray) -> torch.Tensor:
         """Rows `idx` of a field as a tensor (float32 for features)."""
-        shards = self._shards[name]
+        shards, per = self._shards[name], self.index["shard_rows"]
         idx = np.asarray(idx)
-        parts = [shards[i // SHARD][i % SHARD] for i in idx.tolist()]
+        parts = [shards[i // per][i % per] for i in idx.tolist()]
         arr = np.stack(parts) if parts else np.zeros((0,) + tuple(self.index["fields"][name]["shape"]))
         t = torch.from_numpy(np.ascontiguousarray(arr))
         return t.float() if t.dtype == torch.float16 else t
