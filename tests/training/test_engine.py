@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from unbag.errors import UnbagError
-from unbag.training import engine
 from unbag.training.engine import TrainConfig, Trainer, lr_lambda, param_groups
 from unbag.training.objectives import OBJECTIVES
 
@@ -18,25 +17,13 @@ def _losses(out):
     return [json.loads(x)["loss"] for x in (out / "log.jsonl").read_text().splitlines()]
 
 
-def test_resume_continues_exactly(tmp_path, monkeypatch):
+def test_resume_continues_exactly(tmp_path, interrupted):
     full = tmp_path / "full"
     Trainer(_cfg(), full).fit(progress=False)
 
     # interrupt the second run in its 6th step: the checkpoint of step 3 is all that survives
     cut = tmp_path / "cut"
-    calls = {"n": 0}
-    real = engine.Trainer._loss
-
-    def dying(self, batch):
-        calls["n"] += 1
-        if calls["n"] == 6:
-            raise KeyboardInterrupt
-        return real(self, batch)
-
-    monkeypatch.setattr(engine.Trainer, "_loss", dying)
-    with pytest.raises(KeyboardInterrupt):
-        Trainer(_cfg(), cut).fit(progress=False)
-    monkeypatch.setattr(engine.Trainer, "_loss", real)
+    interrupted(_cfg(), cut, 6)
     assert not (cut / "model").exists()  # nothing exported half-way
     with pytest.raises(UnbagError, match="--resume"):
         Trainer(_cfg(), cut).fit(progress=False)
@@ -53,6 +40,13 @@ def test_resume_refuses_a_different_config(tmp_path):
     Trainer(_cfg(steps=3), tmp_path).fit(progress=False)
     with pytest.raises(UnbagError, match="different config.*lr"):
         Trainer(_cfg(steps=3, lr=1e-2), tmp_path).fit(resume=True, progress=False)
+
+
+def test_a_checkpoint_of_an_older_layout_is_refused_by_name(tmp_path):
+    Trainer(_cfg(steps=3), tmp_path).fit(progress=False)
+    (tmp_path / "ckpt" / "train_config.json").rename(tmp_path / "ckpt" / "config.json")
+    with pytest.raises(UnbagError, match="older unbag"):
+        Trainer(_cfg(steps=3), tmp_path).fit(resume=True, progress=False)
 
 
 def test_training_lowers_the_loss(tmp_path):

@@ -5,14 +5,13 @@ import pytest
 import torch
 
 from unbag import models
-from unbag.training import engine
 from unbag.training.engine import TrainConfig, Trainer
 
 pytest.importorskip("transformers")
 
 
 @pytest.mark.parametrize("kind", ["clip", "siglip"])
-def test_hf_model_checkpoints_resumes_and_exports(kind, tmp_path, build_hf, monkeypatch):
+def test_hf_model_checkpoints_resumes_and_exports(kind, tmp_path, build_hf, interrupted):
     src = build_hf(kind, tmp_path / "src")
     cfg = TrainConfig(model=f"hf:{src}", steps=4, batch_size=8, lr=1e-3, warmup=1, workers=0, ckpt_every=2,
                       log_every=1, seed=1)
@@ -20,18 +19,7 @@ def test_hf_model_checkpoints_resumes_and_exports(kind, tmp_path, build_hf, monk
     full.fit(progress=False)
 
     cut = tmp_path / "cut"
-    calls, real = {"n": 0}, engine.Trainer._loss
-
-    def dying(self, batch):  # dies in step 3: the checkpoint of step 2 survives
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(self, batch)
-
-    monkeypatch.setattr(engine.Trainer, "_loss", dying)
-    with pytest.raises(KeyboardInterrupt):
-        Trainer(cfg, cut).fit(progress=False)
-    monkeypatch.setattr(engine.Trainer, "_loss", real)
+    interrupted(cfg, cut, 3)  # dies in step 3: the checkpoint of step 2 survives
     mid = models.load(str(cut / "ckpt"))  # a checkpoint is a loadable transformers folder
     assert mid.kind == kind and json.loads((cut / "ckpt" / "train_config.json").read_text())["steps"] == 4
     Trainer(cfg, cut).fit(resume=True, progress=False)

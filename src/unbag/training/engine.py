@@ -165,6 +165,9 @@ class Trainer:
     def load_checkpoint(self) -> bool:
         if not (self.ckpt_dir / "trainer.pt").is_file():
             return False
+        if not (self.ckpt_dir / "train_config.json").is_file():
+            raise UnbagError(f"{self.ckpt_dir}: a checkpoint from an older unbag (its trainer config was "
+                             "config.json); resume it with that version, or start again with another --out")
         saved = json.loads((self.ckpt_dir / "train_config.json").read_text())
         mine = json.loads(json.dumps(asdict(self.cfg)))
         # a field the saved config lacks (a run begun by an older unbag) had its default value
