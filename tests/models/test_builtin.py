@@ -32,22 +32,21 @@ def test_sgi_beats_global_on_ood_attribute_swaps():
     assert s > 0.5
 
 
+def _sgi_group(category: str, per_category: int, **options) -> float:
+    """SGI's mean group score on the built-in model over one ctrl category (seed 7)."""
+    full = generated(seed=7, per_category=per_category)
+    bench = Benchmark("ctrl", "ctrl", [it for it in full.items if it.group["category"] == category], image_size=64)
+    return float(metrics.winoground(score_sgi(models.load("builtin"), bench, cfg=SGIConfig(**options)))["group"].mean())
+
+
 def test_geometry_solves_relations_that_cosine_gets_backwards():
-    b = models.load("builtin")
-    full = generated(seed=7, per_category=12)
-    bench = Benchmark("ctrl", "ctrl", [it for it in full.items if it.group["category"] == "relation"], image_size=64)
-    cos = metrics.winoground(score_sgi(b, bench, cfg=SGIConfig(relations="cosine")))["group"].mean()
-    geo = metrics.winoground(score_sgi(b, bench, cfg=SGIConfig(relations="geometry")))["group"].mean()
-    assert geo > 0.8 and geo > cos + 0.5, (float(geo), float(cos))
+    cos, geo = _sgi_group("relation", 12, relations="cosine"), _sgi_group("relation", 12, relations="geometry")
+    assert geo > 0.8 and geo > cos + 0.5, (geo, cos)
 
 
 def test_count_check_lifts_counting_items():
-    b = models.load("builtin")
-    full = generated(seed=7, per_category=25)
-    bench = Benchmark("ctrl", "ctrl", [it for it in full.items if it.group["category"] == "count"], image_size=64)
-    off = metrics.winoground(score_sgi(b, bench, cfg=SGIConfig(counts="off")))["group"].mean()
-    on = metrics.winoground(score_sgi(b, bench, cfg=SGIConfig(counts="check")))["group"].mean()
-    assert on > off + 0.2, (float(on), float(off))
+    off, on = _sgi_group("count", 25, counts="off"), _sgi_group("count", 25, counts="check")
+    assert on > off + 0.2, (on, off)
 
 
 def test_geometry_decides_relations_on_a_photo_from_free_text():

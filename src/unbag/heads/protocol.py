@@ -10,6 +10,8 @@ ranks exactly as default SGI does.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from ..benchmarks.base import Benchmark
@@ -71,6 +73,5 @@ def structure_checks(backend: Backend, bench: Benchmark, batch_size: int = 256) 
     """What SGI's count and geometry checks add to each score [items, images, captions] (regions
     come from SGI's in-memory cache, so this costs the matching, not the encoding)."""
     from ..sgi.protocol import SGIConfig, score_sgi
-    cfg = SGIConfig.from_options({**SGIConfig.for_benchmark(bench.name).record(), "counts": "check",
-                                  "relations": "geometry"})
+    cfg = replace(SGIConfig.for_benchmark(bench.name), counts="check", relations="geometry")
     return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True)

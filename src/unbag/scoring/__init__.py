@@ -62,7 +62,7 @@ def _head(path: str, options: dict, bench: str) -> tuple[Callable, dict]:
         from ..sgi.protocol import SGIConfig
         cfg = SGIConfig.for_benchmark(bench).record()
         recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
-        recorded["sgi_regions"] = SGIConfig.for_benchmark(bench).regions
+        recorded["sgi_regions"] = cfg["regions"]
     return functools.partial(score_head, path=path), recorded
 
 
