@@ -19,7 +19,7 @@ if [ ! -f "$R/builtin/model/open_clip_config.json" ]; then
       --batch-size 128 --lr 1e-3 --warmup 100 --seed 0 --out "$R/builtin" --quiet \
       $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
 fi
-cp "$R/builtin/model/"* "$W/builtin/"
+$PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/builtin', 'open_clip:unbag-tiny', 0, '$W/builtin')"
 cp "$R/builtin/log.jsonl" "$W/builtin/log.jsonl"
 cp "$R/builtin/config.json" "$W/builtin/train_config.json"
 

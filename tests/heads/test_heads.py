@@ -72,7 +72,7 @@ def test_match_loss_masks_missing_candidates():
 
 @pytest.fixture(scope="module")
 def builtin_cache(tmp_path_factory):
-    if not (models.BUILTIN_DIR / "open_clip_model.safetensors").exists():
+    if not models.BUILTIN_WEIGHTS.exists():
         pytest.skip("built-in weights not trained yet")
     return extract_world(models.load("builtin"), tmp_path_factory.mktemp("fb") / "cache", n=200, progress=False)
 

@@ -10,7 +10,7 @@ from unbag.benchmarks.ctrl import generated
 from unbag.scoring.cosine import score_global
 from unbag.sgi.protocol import SGIConfig, caption_segments, score_sgi
 
-pytestmark = pytest.mark.skipif(not (models.BUILTIN_DIR / "open_clip_model.safetensors").exists(),
+pytestmark = pytest.mark.skipif(not models.BUILTIN_WEIGHTS.exists(),
                                 reason="built-in weights not trained yet")
 
 

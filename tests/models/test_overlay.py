@@ -46,14 +46,52 @@ def test_a_mostly_rescaled_matrix_is_stored_sparse_and_rebuilt_bit_for_bit():
         assert torch.equal(back[k], tuned[k].half()), k  # exactly the dense fp16 overlay
 
 
-@pytest.mark.parametrize("method", ["ft", "negclip", "clic", "degla"])
-def test_shipped_overlays_rebuild_the_weights_their_heads_were_trained_on(method):
-    """The heads shipped for each fine-tuned copy record the SHA-1 of the weights they were trained
-    on (the dense fp16 overlays shipped before); the sparse overlays rebuild exactly those weights,
-    so every score is unchanged, item by item."""
+@pytest.mark.parametrize("method", ["pretrained", "ft", "negclip", "clic", "degla"])
+def test_shipped_heads_record_the_weights_shipped_beside_them(method):
+    """Each shipped head names the SHA-1 of the model it reads (heads refuse any other); that the
+    scores are those of the dense checkpoints the heads were trained on is test_shipped_scores.py."""
     from unbag.heads.shipped import HEADS_DIR
     from unbag.models.base import weights_id
 
     recorded = {json.loads((HEADS_DIR / kind / method / "head.json").read_text())["backbone_id"]
                 for kind in ("tflocal", "tfglobal", "tfregions")}
-    assert recorded == {weights_id(models.load(f"builtin:{method}"))}
+    assert recorded == {weights_id(models.load("builtin" if method == "pretrained" else f"builtin:{method}"))}
+
+
+def test_a_model_trained_from_scratch_is_stored_as_its_trained_rows_and_a_seed():
+    from unbag.models.overlay import pack_builtin, seeded_normal, unpack
+
+    g = torch.Generator().manual_seed(0)
+    init = {"emb": torch.randn(3000, 8, generator=g) * 0.02, "proj": torch.randn(8, 8, generator=g)}
+    trained = {"emb": init["emb"] * 0.78, "proj": init["proj"] * 2}
+    trained["emb"][[5, 900]] += 0.1
+    state = pack_builtin(trained, init, seed=3)
+    assert state["emb::rows"].tolist() == [5, 900] and "emb" not in state
+    assert torch.equal(state["proj"], trained["proj"]) and state["proj"].dtype == torch.float32
+    assert state["emb::scale"].item() == pytest.approx(0.78, rel=1e-6)
+    back = unpack(state, {k: torch.empty_like(v) for k, v in init.items()})  # only shapes are read
+    assert torch.equal(back["emb"][[5, 900]], trained["emb"][[5, 900]])  # trained rows: exact fp32
+    redrawn = seeded_normal((3000, 8), 3, float(state["emb::std"])) * state["emb::scale"]
+    rest = torch.ones(3000, dtype=torch.bool)
+    rest[[5, 900]] = False
+    assert torch.equal(back["emb"][rest], redrawn[rest])
+    assert not torch.allclose(back["emb"][rest], trained["emb"][rest])  # new random rows, same scale
+    assert back["emb"][rest].std().item() == pytest.approx(trained["emb"][rest].std().item(), rel=0.05)
+
+
+def test_the_builtin_stores_every_token_the_world_captions_read():
+    """Only the untrained token rows are redrawn at load: every token of a pretraining or ctrl
+    caption (up to its end token; later positions are masked out) is a stored row."""
+    import unbag
+    from safetensors.torch import load_file
+    from unbag.world.stream import sample
+
+    stored = set(load_file(str(models.BUILTIN_WEIGHTS))["token_embedding.weight::rows"].tolist())
+    m = models.load("builtin")
+    bench = unbag.load_benchmark("ctrl", per_category=20)
+    captions = [c for item in bench for c in item.captions]
+    captions += [sample(0, i, dist="pretraining").caption for i in range(300)]
+    tokens = m.tokenize(captions)
+    eot = tokens.argmax(-1)  # open_clip's end token has the largest id
+    read = {int(t) for row, end in zip(tokens, eot) for t in row[:end + 1]}
+    assert len(stored) == 49 and read <= stored, sorted(read - stored)

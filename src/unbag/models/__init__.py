@@ -16,6 +16,7 @@ from ..errors import UnbagError
 from .base import Backend, ImageFeatures, TextFeatures
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "weights" / "builtin"
+BUILTIN_WEIGHTS = BUILTIN_DIR / "weights.safetensors"  # packed (models/overlay.py: pack_builtin)
 METHODS_DIR = Path(__file__).resolve().parent.parent / "weights" / "methods"
 
 
@@ -27,13 +28,12 @@ class Form:
 
 
 def _builtin(spec: str, rest: str, device) -> Backend:
+    from .overlay import load_builtin, load_overlay
     if not rest:
-        from .openclip import OpenCLIPBackend
-        if not (BUILTIN_DIR / "open_clip_model.safetensors").is_file():
-            raise UnbagError(f"builtin: weights missing at {BUILTIN_DIR} (see src/unbag/weights/"
+        if not BUILTIN_WEIGHTS.is_file():
+            raise UnbagError(f"builtin: weights missing at {BUILTIN_WEIGHTS} (see src/unbag/weights/"
                              "builtin/TRAINING.md for the command that trains them)")
-        return OpenCLIPBackend(spec, f"local-dir:{BUILTIN_DIR}", device=device)
-    from .overlay import load_overlay
+        return load_builtin(BUILTIN_DIR, spec, device)
     if not (METHODS_DIR / rest / "overlay.json").is_file():
         have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
         raise UnbagError(f"{spec}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
@@ -85,5 +85,5 @@ def load(spec: str, device: str | torch.device = "cpu") -> Backend:
     return _folder(spec, device)
 
 
-__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "MODELS", "BUILTIN_DIR", "METHODS_DIR",
+__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "MODELS", "BUILTIN_DIR", "BUILTIN_WEIGHTS", "METHODS_DIR",
            "SPEC_FORMS"]

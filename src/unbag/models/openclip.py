@@ -47,7 +47,7 @@ class OpenCLIPBackend(Backend):
     """An open_clip `CLIP` model (ViT image tower, transformer text tower)."""
 
     def __init__(self, spec: str, name: str, pretrained: str | None = None,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", load_weights: bool = True):
         oc = _open_clip()
         self.spec = spec
         name = _quickgelu_name(oc, name, pretrained)
@@ -60,7 +60,7 @@ class OpenCLIPBackend(Backend):
                              f"(see open_clip.list_models(); unbag adds: {sorted(self.own_configs())})")
         try:
             model, _, preprocess = oc.create_model_and_transforms(
-                name, pretrained=pretrained, device=device, load_weights=True)
+                name, pretrained=pretrained, device=device, load_weights=load_weights)
         except (RuntimeError, FileNotFoundError, ValueError, OSError) as e:
             hint = (" (offline: put the weights file where `pretrained` points, or set "
                     "HF_HUB_OFFLINE=0 on a machine with internet)" if pretrained else "")
