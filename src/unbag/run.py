@@ -191,11 +191,12 @@ def print_matrix(results: list[dict]) -> None:
     """Rows = model x protocol; columns = ctrl group score per category (ID/OOD) and retrieval R@1."""
     from rich.table import Table
 
+    from .world.swap import CATEGORIES as cats
+
     rows: dict[tuple[str, str], dict] = {}
     for r in results:
         c = r["cell"]
         rows.setdefault((c["model"], c["protocol"]), {}).update(r["metrics"])
-    cats = ["color", "size", "material", "count", "relation"]
     t = Table(title="group score % (ID / OOD) on ctrl; retrieval R@1 % (image->text / text->image)")
     for h in ["model", "protocol", *cats, "OOD avg c/s/m", "retrieval R@1"]:
         t.add_column(h, justify="left" if h in ("model", "protocol") else "right")

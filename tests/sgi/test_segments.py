@@ -1,6 +1,7 @@
 import pytest
 
 from unbag.sgi import segments as seg
+from unbag.text import spacy_model
 from unbag.world.swap import CATEGORIES, build_item
 
 
@@ -14,7 +15,7 @@ def test_grammar_segments_of_ctrl_captions():
     assert "group" in kinds
 
 
-needs_spacy = pytest.mark.skipif(seg.spacy_model() is None, reason="no spaCy English model installed")
+needs_spacy = pytest.mark.skipif(spacy_model() is None, reason="no spaCy English model installed")
 
 
 @needs_spacy
@@ -23,7 +24,7 @@ def test_spacy_recovers_the_grammar_segments(cat):
     for i in range(5):
         it = build_item(1, "ood", cat, i)
         for caption, truth in zip(it.captions, it.segments):
-            got = {(s.text, s.kind) for s in seg.parse_spacy(caption, seg.spacy_model())}
+            got = {(s.text, s.kind) for s in seg.parse_spacy(caption, spacy_model())}
             want = {(s["text"], s["kind"]) for s in truth}
             assert want <= got, (caption, got)
 
@@ -40,7 +41,7 @@ def test_spacy_recovers_the_grammar_segments(cat):
                                        ("a cat on the table", "relation")}),
 ])
 def test_spacy_free_text(text, expected):
-    got = {(s.text, s.kind) for s in seg.parse_spacy(text, seg.spacy_model())}
+    got = {(s.text, s.kind) for s in seg.parse_spacy(text, spacy_model())}
     assert expected <= got
     assert not any(s[0].startswith("a photo") for s in got)
     if "and" in text:
@@ -64,14 +65,14 @@ def test_fallback_is_used_with_a_warning_when_spacy_is_missing(monkeypatch):
             raise ImportError(name)
         return real(name, *a, **kw)
 
-    seg.spacy_model.cache_clear()
+    spacy_model.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_spacy)
     try:
         with pytest.warns(UserWarning, match="rule-based"):
             assert [s.text for s in seg.parse("a red cube and a blue ball")] == ["a red cube", "a blue ball"]
     finally:
         monkeypatch.setattr(builtins, "__import__", real)
-        seg.spacy_model.cache_clear()
+        spacy_model.cache_clear()
 
 
 def test_relation_parts_and_predicates():
@@ -86,7 +87,7 @@ def test_relation_parts_and_predicates():
 
 @needs_spacy
 def test_spacy_relation_predicate_uses_the_linking_words():
-    ss = seg.parse_spacy("a cat on top of a red table next to two dogs", seg.spacy_model())
+    ss = seg.parse_spacy("a cat on top of a red table next to two dogs", spacy_model())
     rels = {s.text: s for s in ss if s.kind == "relation"}
     assert rels["a cat on top of a red table"].predicate == "above"
     assert rels["a cat on top of a red table"].parts == (0, 1)
@@ -100,7 +101,7 @@ def test_spacy_relation_predicate_uses_the_linking_words():
     ("a red cube on the left of a blue sphere", "left"), ("a box on top of a shelf", "above"),
     ("a cat beneath a chair", "below"), ("a man riding a horse", None)])
 def test_spacy_parses_spatial_predicates_of_free_text(text, predicate):
-    rels = [s for s in seg.parse_spacy(text, seg.spacy_model()) if s.kind == "relation"]
+    rels = [s for s in seg.parse_spacy(text, spacy_model()) if s.kind == "relation"]
     assert len(rels) == 1 and rels[0].parts == (0, 1) and rels[0].predicate == predicate, rels
 
 

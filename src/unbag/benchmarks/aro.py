@@ -144,7 +144,7 @@ def _karpathy_test(root: Path, names: tuple[str, ...]) -> list[tuple[str, list[s
 
 
 def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmark:
-    from ..sgi.segments import spacy_model
+    from ..text import spacy_model
 
     nlp = spacy_model()
     if nlp is None:

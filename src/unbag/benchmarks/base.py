@@ -53,6 +53,13 @@ class Benchmark:
             raise KeyError(f"{self.spec}: no item with id {key!r}")
         return self.items[key]
 
+    def flat(self) -> tuple[list[ImageRef], list[str], list[str]]:
+        """Every image reference, where each comes from (for error messages), and every caption,
+        item after item: the rows and columns of the score tensor, flattened."""
+        refs = [r for it in self.items for r in it.images]
+        wheres = [f"{it.source or it.id}: field 'images[{k}]'" for it in self.items for k in range(len(it.images))]
+        return refs, wheres, [c for it in self.items for c in it.captions]
+
 
 def image_key(ref: ImageRef) -> str:
     """Identity of an image for deduplication: its path, or a hash of its pixels."""

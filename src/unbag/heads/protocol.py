@@ -36,9 +36,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
                          f"{backend.spec!r} (different weights); evaluate it with --model {record['backbone']}")
     items = bench.items
     n_img, n_cap = len(items[0].images), len(items[0].captions)
-    refs = [r for it in items for r in it.images]
-    wheres = [f"{it.source or it.id}: field 'images[{k}]'" for it in items for k in range(n_img)]
-    texts = [c for it in items for c in it.captions]
+    refs, wheres, texts = bench.flat()
     phrases = caption_segments(bench, SGIConfig())
     img_order, img_inv = unique([image_key(r) for r in refs])
     cap_order, cap_inv = unique(texts)

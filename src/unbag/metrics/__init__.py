@@ -1,5 +1,5 @@
 """Metrics read only the score tensor [items x images x captions] and the items' groups."""
-from .aggregate import aggregate
+from .summary import aggregate, summarize
 from .winoground import METRICS, winoground
 
-__all__ = ["aggregate", "winoground", "METRICS"]
+__all__ = ["aggregate", "summarize", "winoground", "METRICS"]

@@ -1,9 +1,35 @@
-"""Per-item values -> flat 'subset/metric' results for the public benchmarks, micro and macro."""
+"""Per-item metric values -> flat 'BUCKET/metric' means with tie counts: ctrl's split x category
+buckets (`aggregate`) and the public benchmarks' subsets, micro and macro (`summarize`)."""
 from __future__ import annotations
 
 from collections import defaultdict
 
 import torch
+
+
+def _means(per_item: dict[str, torch.Tensor], buckets: dict[str, list[int]], metrics: tuple[str, ...],
+           out: dict, ties: dict, counts: dict) -> None:
+    """Adds each bucket's mean of every metric, its tie count and its size."""
+    for key in sorted(buckets):
+        idx = torch.tensor(buckets[key])
+        counts[key] = len(idx)
+        for m in metrics:
+            out[f"{key}/{m}"] = float(per_item[m][idx].float().mean())
+            ties[f"{key}/{m}"] = int(per_item[f"tie/{m}"][idx].sum())
+
+
+def aggregate(per_item: dict[str, torch.Tensor], groups: list[dict[str, str]],
+              metrics: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int], dict[str, int]]:
+    """(metrics, ties, counts) keyed 'split/category/metric' (counts: 'split/category'), with
+    'all' rows for every split and category level."""
+    buckets: dict[str, list[int]] = defaultdict(list)
+    for n, g in enumerate(groups):
+        split, cat = g.get("split", "all"), g.get("category", "all")
+        for key in {f"{split}/{cat}", f"{split}/all", f"all/{cat}", "all/all"}:
+            buckets[key].append(n)
+    out, ties, counts = {}, {}, {}
+    _means(per_item, buckets, metrics, out, ties, counts)
+    return out, ties, counts
 
 
 def summarize(per_item: dict[str, torch.Tensor], subsets: list[str], metrics: tuple[str, ...],
@@ -14,17 +40,9 @@ def summarize(per_item: dict[str, torch.Tensor], subsets: list[str], metrics: tu
     for n, s in enumerate(subsets):
         idx[s].append(n)
     out, ties, counts = {}, {}, {}
-    for s in sorted(idx):
-        t = torch.tensor(idx[s])
-        counts[s] = len(t)
-        for m in metrics:
-            out[f"{s}/{m}"] = float(per_item[m][t].float().mean())
-            ties[f"{s}/{m}"] = int(per_item[f"tie/{m}"][t].sum())
-    counts["all"] = len(subsets)
+    _means(per_item, {**idx, "all": list(range(len(subsets)))}, metrics, out, ties, counts)
     chosen = [s for s in sorted(idx) if macro is None or s in macro]
     for m in metrics:
-        out[f"all/{m}"] = float(per_item[m].float().mean())
-        ties[f"all/{m}"] = int(per_item[f"tie/{m}"].sum())
         if len(idx) > 1 and chosen:
             out[f"macro/{m}"] = sum(out[f"{s}/{m}"] for s in chosen) / len(chosen)
     counts["macro"] = len(chosen)

@@ -1,6 +1,6 @@
 """Hugging Face backend: `hf:PATH_OR_ID` for transformers CLIPModel and SiglipModel (v5 outputs).
 
-Joint-space tokens (spec ecosystem.md):
+Joint-space tokens (docs/benchmarks.md, notes; docs/heads.md):
 - CLIP: patches = visual_projection(post_layernorm(last_hidden_state[:, 1:])); text tokens =
   text_projection(last_hidden_state); the global embeddings are the same maps of the pooled
   (CLS / end-of-text) token, so token and global features live in one space.

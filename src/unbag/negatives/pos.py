@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import UnbagError
-from ..sgi.segments import spacy_model
+from ..text import spacy_model
 
 
 @functools.lru_cache(maxsize=200_000)

@@ -105,7 +105,7 @@ class RuleGenerator:
 
     def _reorder(self, caption: str) -> list[str]:
         """Exchange two noun chunks (with their modifiers): 'a dog chasing a cat' -> 'a cat chasing a dog'."""
-        from ..sgi.segments import spacy_model
+        from ..text import spacy_model
 
         nlp = spacy_model()
         chunks = [c for c in nlp(caption).noun_chunks] if nlp is not None else []

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from ..utils import atomic_dir
+from ..world.swap import CATEGORIES
 
-CATEGORIES = ("color", "size", "material", "count", "relation")
 CELL = re.compile(r"^(?P<model>[^_]+(?:_[^_]+)*)__(?P<bench>.+)__(?P<protocol>[^_]+(?:_[^_]+)*)\.json$")
 
 

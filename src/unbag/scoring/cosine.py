@@ -13,9 +13,7 @@ def score_global(backend: Backend, bench: Benchmark, batch_size: int = 256,
     """Score tensor [items, images, captions] of global cosine similarities."""
     items = bench.items
     n_img, n_cap = len(items[0].images), len(items[0].captions)
-    refs = [r for it in items for r in it.images]
-    wheres = [f"{it.source or it.id}: field 'images[{k}]'" for it in items for k in range(n_img)]
-    texts = [c for it in items for c in it.captions]
+    refs, wheres, texts = bench.flat()
     img = encode_images(backend, refs, wheres, batch_size, bench.image_size, progress)
     txt = encode_texts(backend, texts, progress=progress)
     img = img.view(len(items), n_img, -1)

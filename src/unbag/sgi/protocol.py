@@ -173,13 +173,9 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     from ..benchmarks.base import image_key
 
     cache = cache if cache is not None else (RegionCache(cfg.cache_dir) if cfg.cache_dir else default_cache())
-    refs, wheres, gts = [], [], []
-    for it in bench.items:
-        for k, ref in enumerate(it.images):
-            refs.append(ref)
-            wheres.append(f"{it.source or it.id}: field 'images[{k}]'")
-            objs = (it.meta.get("objects") or [None] * len(it.images))[k]
-            gts.append([o["box"] for o in objs] if objs else None)
+    refs, wheres, _ = bench.flat()
+    gts = [[o["box"] for o in objs] if objs else None  # the benchmark's object boxes, where it has them
+           for it in bench.items for objs in (it.meta.get("objects") or [None] * len(it.images))]
     order, inverse = unique([image_key(r) for r in refs])
     done: dict[int, ImageRegions] = {}
     pending: list[tuple[int, list, str, torch.Tensor]] = []  # (slot, regions, cache key, inputs)

