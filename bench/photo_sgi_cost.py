@@ -93,7 +93,9 @@ def main() -> None:
         for name, protocol, opts in (("global", "global", {}),
                                      ("sgi (photo default: selective, 1 view)", "sgi", {}),
                                      ("sgi, selective with 2 phase views", "sgi", {"phases": 2}),
-                                     ("sgi:paper (grid crops)", "sgi:paper", {})):
+                                     ("sgi, mode=tokens (patches of each region)", "sgi", {"mode": "tokens"}),
+                                     ("sgi:paper (grid crops)", "sgi:paper", {}),
+                                     ("sgi:paper, mode=tokens", "sgi:paper", {"mode": "tokens"})):
             default_cache().mem.clear()  # cold: no region embeddings from the run before
             t, res = timed(lambda: evaluate(backend, bench, protocol, progress=False, options=opts))
             runs[name] = (t, res["metrics"]["all/acc"])

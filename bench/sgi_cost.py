@@ -1,7 +1,8 @@
-"""SGI cost vs global scoring on the same ctrl test set, measured in one run (target <= 10x).
+"""SGI cost vs global scoring on the same ctrl test set, measured in one run.
 
 Each protocol starts from a cold cache; the benchmark is rendered once beforehand and shared.
-Also prints the group scores so cost and accuracy are read together.
+Also prints the group scores so cost and accuracy are read together. `mode=tokens` encodes each
+region from only the patch tokens it covers (docs/sgi.md, "Region modes").
 
     .venv/bin/python bench/sgi_cost.py --per-category 100 --model builtin
 """
@@ -14,16 +15,16 @@ import torch
 
 from unbag import metrics, models
 from unbag.benchmarks.ctrl import generated
+from unbag.scoring import SGI_PRESETS
 from unbag.scoring.cosine import score_global
 from unbag.sgi.cache import RegionCache
 from unbag.sgi.protocol import SGIConfig, score_sgi
+from unbag.world.swap import CATEGORIES
 
-# (regions, mode, relations, phases): the default first, then one change at a time
-CONFIGS = [("blobs+groups", "mask", "cosine", 2), ("blobs+groups", "mask", "cosine", 1),
-           ("blobs+groups", "mask", "geometry", 2), ("gt+groups", "mask", "cosine", 2),
-           ("proposals+groups", "mask", "cosine", 2), ("grid", "mask", "cosine", 2),
-           ("blobs+groups", "crop", "cosine", 1)]
-CATEGORIES = ("color", "size", "material", "count", "relation")
+# (row name, SGI options): unbag's default first, then one change at a time, then the paper's recipe
+CONFIGS = [("sgi (mask, 2 phases)", {}), ("sgi mode=tokens", {"mode": "tokens"}),
+           ("sgi phases=1", {"phases": 1}), ("sgi:paper (crop)", SGI_PRESETS["sgi:paper"]),
+           ("sgi:paper mode=tokens", {**SGI_PRESETS["sgi:paper"], "mode": "tokens"})]
 
 
 def timed(fn):
@@ -45,11 +46,10 @@ def main() -> None:
     score_global(backend, generated(seed=1, per_category=2))  # warm-up (allocations, first calls)
     g, t_global = timed(lambda: score_global(backend, bench))
     rows = [("global", t_global, g)]
-    for regions, mode, relations, phases in CONFIGS:
-        cfg = SGIConfig(regions=regions, mode=mode, relations=relations, phases=phases)
+    for name, options in CONFIGS:
+        cfg = SGIConfig.from_options(options)
         s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg, cache=RegionCache()))
-        name = f"sgi {regions}/{mode}" + ("/geometry" if relations == "geometry" else "")
-        rows.append((name + (f"/phases {phases}" if mode == "mask" else ""), t, s))
+        rows.append((name, t, s))
     groups = [it.group for it in bench.items]
     print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}; group scores ID/OOD (%)")
     head = " ".join(f"{c:>11s}" for c in CATEGORIES + ("all",))

@@ -101,7 +101,8 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g = e.add_argument_group("SGI options (--protocol sgi or sgi:paper; they override the preset)")
     g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs, optionally +groups "
                    "(default blobs+groups)")
-    g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | crop (zoom)")
+    g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | tokens (a ViT encodes only the "
+                   "patches a region covers: faster, weaker; docs/sgi.md) | crop (zoom)")
     g.add_argument("--assign", default=None, help="max (default, the paper's) | hungarian (one-to-one)")
     g.add_argument("--match", default=None, help="kind (default: object segments -> single regions) | all")
     g.add_argument("--mix", type=float, default=None, help="weight of the global score (default 0)")

@@ -100,6 +100,12 @@ class Backend(ABC):
             self._patch_px = w // grid[1] if grid else None
         return self._patch_px
 
+    def encode_patch_subsets(self, pixels: torch.Tensor, keep: list[tuple[int, torch.Tensor]]) -> torch.Tensor | None:
+        """Global embeddings [R, D] of image regions, each encoded from only the patch tokens it
+        covers, at their own positions (keep[r] = (index into pixels [N, 3, H, W], row-major patch
+        indices)); None where the encoder cannot (SGI then masks pixels instead)."""
+        return None
+
     def normalize_pixels(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 [N, H, W, 3] already at the model's size -> normalised float [N, 3, H, W].
 
@@ -129,3 +135,22 @@ def weights_id(backend: "Backend") -> str:
         h.update(k.encode())
         h.update(v.detach().float().cpu().numpy().tobytes())
     return h.hexdigest()
+
+
+def by_length(keep: list[tuple[int, torch.Tensor]]) -> dict[int, list[int]]:
+    """Positions in `keep` grouped by how many patches they keep: each group runs as one batch
+    without padding, so every region is encoded exactly as if it were alone."""
+    out: dict[int, list[int]] = {}
+    for r, (_, idx) in enumerate(keep):
+        out.setdefault(len(idx), []).append(r)
+    return out
+
+
+def gather_tokens(x: torch.Tensor, keep: list[tuple[int, torch.Tensor]], rows: list[int],
+                  lead: int) -> torch.Tensor:
+    """[len(rows), lead + L, D]: each kept region's first `lead` tokens (CLS) and its patch tokens."""
+    img = torch.tensor([keep[r][0] for r in rows], device=x.device)
+    idx = torch.stack([keep[r][1] for r in rows]).to(x.device) + lead
+    if lead:
+        idx = torch.cat([torch.arange(lead, device=x.device).expand(len(rows), lead), idx], 1)
+    return x[img[:, None], idx]

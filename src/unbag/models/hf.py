@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures, resize_crop
+from .base import Backend, ImageFeatures, TextFeatures, by_length, gather_tokens, resize_crop
 
 
 def _load(path: str):
@@ -111,6 +111,27 @@ class HFBackend(Backend):
             toks = self._siglip_patch_tokens(out.last_hidden_state)
         g = pixels.shape[-1] // self.patch
         return ImageFeatures(emb, toks, (pixels.shape[-2] // self.patch, g))
+
+    def encode_patch_subsets(self, pixels: torch.Tensor, keep: list[tuple[int, torch.Tensor]]) -> torch.Tensor | None:
+        vm = self.model.vision_model
+        if not all(hasattr(vm, a) for a in ("embeddings", "encoder", "post_layernorm")):
+            return None
+        # the vision tower's own steps (patch + position embeddings, pre-norm; encoder; pooling),
+        # each region's sequence cut down to its patches (and CLIP's CLS token) after the embedding
+        x = vm.embeddings(pixels)
+        lead = 1 if self.kind == "clip" else 0
+        if self.kind == "clip":
+            x = vm.pre_layrnorm(x)
+        out = None
+        for _, rows in by_length(keep).items():
+            h = vm.encoder(inputs_embeds=gather_tokens(x, keep, rows, lead)).last_hidden_state
+            if self.kind == "clip":
+                pooled = self.model.visual_projection(vm.post_layernorm(h[:, 0]))
+            else:
+                pooled = vm.head(vm.post_layernorm(h))
+            out = pooled.new_empty(len(keep), pooled.shape[-1]) if out is None else out
+            out[rows] = pooled
+        return out
 
     def _siglip_patch_tokens(self, x: torch.Tensor) -> torch.Tensor:
         head = self.model.vision_model.head

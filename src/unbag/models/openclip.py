@@ -8,7 +8,7 @@ import torch
 from PIL import Image
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures
+from .base import Backend, ImageFeatures, TextFeatures, by_length, gather_tokens
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 _configs_added = False
@@ -113,6 +113,22 @@ class OpenCLIPBackend(Backend):
             toks = toks @ visual.proj
         side = int(round(toks.shape[1] ** 0.5))
         return ImageFeatures(pooled, toks, (side, toks.shape[1] // side))
+
+    def encode_patch_subsets(self, pixels: torch.Tensor, keep: list[tuple[int, torch.Tensor]]) -> torch.Tensor | None:
+        visual = self.model.visual
+        if not all(hasattr(visual, a) for a in ("_embeds", "_pool", "transformer")):
+            return None  # an open_clip release without the ViT's staged forward
+        # the ViT's own steps (conv patches + CLS + positions, ln_pre; blocks; pooling; proj), with
+        # each region's sequence cut down to the CLS token and its patches after the embedding
+        x = visual._embeds(pixels)
+        out = None
+        for _, rows in by_length(keep).items():
+            pooled, _ = visual._pool(visual.transformer(gather_tokens(x, keep, rows, lead=1)))
+            if visual.proj is not None:
+                pooled = pooled @ visual.proj
+            out = pooled.new_empty(len(keep), pooled.shape[-1]) if out is None else out
+            out[rows] = pooled
+        return out
 
     def early_patches(self, pixels: torch.Tensor, layer: int = 0) -> torch.Tensor:
         """Patch tokens after transformer block `layer`, through ln_post and the projection [N, P, D].

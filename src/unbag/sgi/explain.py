@@ -103,7 +103,7 @@ def explain(backend, bench: Benchmark, cfg: SGIConfig) -> Explanation:
     for d in details:
         # the square frame SGI took its regions from (docs/sgi.md, --frame), so the boxes line up
         arr = np.asarray(load_image(it.images[d["image"]], it.source or it.id))
-        img = Image.fromarray(framed(arr, cfg.frame)[0] if cfg.mode == "mask" else arr)
+        img = Image.fromarray(framed(arr, cfg.frame)[0] if cfg.mode != "crop" else arr)
         caption = it.captions[d["caption"]]
         panels.append(_panel(img, d, float(scores[d["image"], d["caption"]]), caption, font))
         for (text, kind), region, s in zip(d["segments"], d["regions"], d["sims"]):

@@ -18,6 +18,7 @@ between the regions chosen for its subject and object.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -33,7 +34,7 @@ from ..scoring.encode import encode_texts, unique
 from . import segments as seg
 from .cache import RegionCache, default_cache
 from .regions import (FRAMES, RegionConfig, background_color, cropped, frame_regions, masked, masked_shifted,
-                      phase_offsets)
+                      patch_cover, phase_offsets)
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -166,6 +167,32 @@ def _views(mode: str, phases: int, backend: Backend) -> int:
     return phases if mode == "mask" and phases > 1 and backend.patch_px() else 1
 
 
+def _token_inputs(backend: Backend, arr: np.ndarray, regions: list) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Token mode: the framed picture's pixels [1, 3, H, W] and the patches each region covers."""
+    h, w = backend.image_size
+    px = (backend.normalize_pixels(torch.from_numpy(np.array(arr[None]))) if arr.shape[:2] == (h, w)
+          else backend.preprocess(Image.fromarray(arr))[None])
+    grid = h // backend.patch_px()
+    return px, [torch.from_numpy(patch_cover(r, arr.shape[0], grid)) for r in regions]
+
+
+def region_mode(backend: Backend, mode: str) -> str:
+    """The mode regions are encoded in: `tokens` needs a ViT that can run on a subset of its
+    patch tokens (open_clip and transformers CLIP/SigLIP); other encoders mask pixels instead."""
+    if mode != "tokens":
+        return mode
+    if backend.patch_px():
+        with torch.inference_mode():
+            h, w = backend.image_size
+            probe = backend.encode_patch_subsets(torch.zeros(1, 3, h, w, device=backend.device),
+                                                 [(0, torch.tensor([0]))])
+        if probe is not None:
+            return mode
+    warnings.warn(f"SGI mode 'tokens': {backend.spec} cannot encode a subset of patch tokens; "
+                  "regions are masked in the picture instead (mode 'mask')", stacklevel=3)
+    return "mask"
+
+
 @torch.inference_mode()
 def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_size: int = 512,
                    cache: RegionCache | None = None, progress: bool = False) -> list[ImageRegions]:
@@ -178,9 +205,10 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
            for it in bench.items for objs in (it.meta.get("objects") or [None] * len(it.images))]
     order, inverse = unique([image_key(r) for r in refs])
     done: dict[int, ImageRegions] = {}
-    pending: list[tuple[int, list, str, torch.Tensor]] = []  # (slot, regions, cache key, inputs)
+    pending: list[tuple] = []  # (slot, regions, cache key, inputs[, patches per region in token mode])
     n_pending = 0  # encoder inputs waiting in `pending`
-    views = _views(cfg.mode, cfg.phases, backend)
+    mode = region_mode(backend, cfg.mode)
+    views = _views(mode, cfg.phases, backend)
     model_id = weights_id(backend)  # not the spec: two loads of a random or re-saved model differ
 
     def flush():
@@ -189,11 +217,20 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         if not pending:
             return
         x = torch.cat([p[3] for p in pending]).to(backend.device)
-        emb = torch.cat([F.normalize(backend.encode_images(x[s:s + batch_size]).embeds.float(), dim=-1).cpu()
-                         for s in range(0, len(x), batch_size)])
+        if mode == "tokens":
+            keep, row = [], 0  # an image's pixels serve all its regions, or each region has its own
+            for p in pending:
+                keep += [(row + (j if len(p[3]) > 1 else 0), idx) for j, idx in enumerate(p[4])]
+                row += len(p[3])
+            emb = torch.cat([backend.encode_patch_subsets(x, keep[s:s + batch_size]).float().cpu()
+                             for s in range(0, len(keep), batch_size)])
+        else:
+            emb = torch.cat([backend.encode_images(x[s:s + batch_size]).embeds.float().cpu()
+                             for s in range(0, len(x), batch_size)])
+        emb = F.normalize(emb, dim=-1)
         emb = F.normalize(emb.view(len(emb) // views, views, -1).mean(1), dim=-1)  # average the views
         start = 0
-        for slot, regions, key, inp in pending:
+        for slot, regions, key, *_ in pending:
             e = emb[start:start + len(regions)]
             start += len(regions)
             cache.put(key, e)
@@ -205,12 +242,15 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for slot, i in enumerate(order):
             arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
             arr, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gts[i])
-            key = cache.key(model_id, image_key(arr), regions, cfg.mode, f"median/phases{views}")
+            key = cache.key(model_id, image_key(arr), regions, mode, f"median/phases{views}")
             hit = cache.get(key)
             if hit is not None:
                 done[slot] = ImageRegions(regions, hit)
             else:
-                pending.append((slot, regions, key, _inputs(backend, arr, regions, cfg.mode, cfg.phases)))
+                if mode == "tokens":
+                    pending.append((slot, regions, key, *_token_inputs(backend, arr, regions)))
+                else:
+                    pending.append((slot, regions, key, _inputs(backend, arr, regions, mode, cfg.phases)))
                 n_pending += len(regions) * views
                 if n_pending >= batch_size:
                     flush()

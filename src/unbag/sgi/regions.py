@@ -28,7 +28,7 @@ Box = tuple[int, int, int, int]
 Region = tuple[Box, ...]
 
 SOURCES = ("gt", "grid", "selective", "proposals", "blobs")
-MODES = ("mask", "crop")
+MODES = ("mask", "tokens", "crop")  # tokens: a ViT encodes only the patches a region covers
 
 
 @dataclass(frozen=True)
@@ -288,8 +288,9 @@ def frame_regions(img: np.ndarray, cfg: RegionConfig, frame: str,
     """The picture SGI encodes and its regions. In mask mode the picture is framed (`framed`); a
     `pad` frame's regions are found on the image itself and moved into the square (the padding
     holds no object, and would join segments at the border), a `crop` frame's on the square the
-    encoder sees. A crop-mode region is cut out and resized whole: no frame."""
-    if cfg.mode != "mask":
+    encoder sees. A crop-mode region is cut out and resized whole: no frame. Token mode frames as
+    mask mode does (its regions select patches of the framed picture)."""
+    if cfg.mode == "crop":
         return img, regions_for(img, cfg, gt)
     if frame == "pad":
         sq, moved = framed(img, "pad", [list(b) for b in base_boxes(img, cfg, gt)])
@@ -304,6 +305,18 @@ def plain_background(img: np.ndarray, threshold: float = 30.0, share: float = 0.
     on a plain background (where `blobs` finds objects), not a photo."""
     diff = np.abs(img.astype(np.int16) - background_color(img).astype(np.int16)).max(-1)
     return float((diff <= threshold).mean()) >= share
+
+
+def patch_cover(region: Region, side: int, grid: int, min_cover: float = 0.5) -> np.ndarray:
+    """Row-major indices of the cells of a grid x grid patch grid over a side x side picture that
+    the region covers for at least `min_cover` of their area (at least its best-covered cell)."""
+    m = np.zeros((side, side), np.float32)
+    for x0, y0, x1, y1 in region:
+        m[y0:y1, x0:x1] = 1
+    e = np.linspace(0, side, grid + 1).round().astype(int)
+    cover = np.add.reduceat(np.add.reduceat(m, e[:-1], 0), e[:-1], 1) / np.outer(np.diff(e), np.diff(e))
+    idx = np.flatnonzero(cover >= min_cover)
+    return idx if len(idx) else np.array([int(cover.argmax())])
 
 
 def masked(img: np.ndarray, region: Region, fill: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
@@ -55,7 +55,6 @@ class TrainConfig:
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
     select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def for_method(cls, method: str, **overrides) -> "TrainConfig":
