@@ -80,6 +80,7 @@ def main() -> None:
     from unbag import benchmarks, models
     from unbag.api import features, train
     from unbag.evaluation import evaluate
+    from unbag.sgi import protocol as proto
     from unbag.sgi.cache import default_cache
     from unbag.sgi.protocol import SGIConfig, encode_regions
 
@@ -97,6 +98,7 @@ def main() -> None:
                                      ("sgi:paper (grid crops)", "sgi:paper", {}),
                                      ("sgi:paper, mode=tokens", "sgi:paper", {"mode": "tokens"})):
             default_cache().mem.clear()  # cold: no region embeddings from the run before
+            proto._REGIONS.clear()  # nor regions
             t, res = timed(lambda: evaluate(backend, bench, protocol, progress=False, options=opts))
             runs[name] = (t, res["metrics"]["all/acc"])
         cfg = SGIConfig.for_benchmark("sugarcrepe")

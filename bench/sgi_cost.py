@@ -18,6 +18,7 @@ from unbag.benchmarks.ctrl import generated
 from unbag.scoring import SGI_PRESETS
 from unbag.scoring.cosine import score_global
 from unbag.sgi.cache import RegionCache
+from unbag.sgi import protocol as proto
 from unbag.sgi.protocol import SGIConfig, score_sgi
 from unbag.world.swap import CATEGORIES
 
@@ -48,6 +49,7 @@ def main() -> None:
     rows = [("global", t_global, g)]
     for name, options in CONFIGS:
         cfg = SGIConfig.from_options(options)
+        proto._REGIONS.clear()  # cold: no regions remembered from the row before
         s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg, cache=RegionCache()))
         rows.append((name, t, s))
     groups = [it.group for it in bench.items]

@@ -66,6 +66,7 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     calls = []
     real = proto.frame_regions
     monkeypatch.setattr(proto, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(proto, "_REGIONS", {})  # regions an earlier test found for these images
     tiny.patch_px()  # probes the encoder once (patch grid); not part of what is counted
     encoded = []
     real_enc = tiny.encode_images
@@ -83,6 +84,8 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     second = encode_regions(tiny, small_bench, cfg, cache=cache2)
     assert cache2.hits == n_images and sum(encoded) == 0
     assert all(torch.equal(a.emb, b.emb) for a, b in zip(first, second))
+    assert len(calls) == n_images  # the regions were found once: the second run remembered them
+    assert all(a.regions == b.regions for a, b in zip(first, second))
 
 
 def test_score_tensor_and_details(tiny, small_bench):

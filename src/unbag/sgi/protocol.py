@@ -33,8 +33,8 @@ from ..models.base import Backend, weights_id
 from ..scoring.encode import encode_texts, unique
 from . import segments as seg
 from .cache import RegionCache, default_cache
-from .regions import (FRAMES, RegionConfig, background_color, cropped, frame_regions, masked, masked_shifted,
-                      patch_cover, phase_offsets)
+from .regions import (FRAMES, RegionConfig, background_color, cropped, frame_regions, framed, masked,
+                      masked_shifted, patch_cover, phase_offsets)
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -193,6 +193,25 @@ def region_mode(backend: Backend, mode: str) -> str:
     return "mask"
 
 
+# Regions found per (picture, region config, frame, boxes given): the search does not depend on the
+# model, and one run scores the same images under several models and protocols.
+_REGIONS: dict[tuple, list] = {}
+_REGIONS_MAX = 200_000
+
+
+def framed_regions(arr: np.ndarray, pixels: str, cfg: SGIConfig, gt: list | None) -> tuple[np.ndarray, list]:
+    """`frame_regions`, remembered by the picture's content hash `pixels` within the process."""
+    k = (pixels, cfg.region_cfg, cfg.frame, None if gt is None else tuple(map(tuple, gt)))
+    regions = _REGIONS.get(k)
+    if regions is None:
+        pic, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gt)
+        if len(_REGIONS) >= _REGIONS_MAX:
+            _REGIONS.clear()
+        _REGIONS[k] = regions
+        return pic, regions
+    return (arr if cfg.mode == "crop" else framed(arr, cfg.frame)[0]), regions
+
+
 @torch.inference_mode()
 def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_size: int = 512,
                    cache: RegionCache | None = None, progress: bool = False) -> list[ImageRegions]:
@@ -241,8 +260,9 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         task = bar.add_task("sgi regions", total=len(order))
         for slot, i in enumerate(order):
             arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
-            arr, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gts[i])
-            key = cache.key(model_id, image_key(arr), regions, mode, f"median/phases{views}")
+            pixels = image_key(arr)
+            arr, regions = framed_regions(arr, pixels, cfg, gts[i])
+            key = cache.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"median/phases{views}")
             hit = cache.get(key)
             if hit is not None:
                 done[slot] = ImageRegions(regions, hit)
