@@ -237,10 +237,7 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
             return
         x = torch.cat([p[3] for p in pending]).to(backend.device)
         if mode == "tokens":
-            keep, row = [], 0  # an image's pixels serve all its regions, or each region has its own
-            for p in pending:
-                keep += [(row + (j if len(p[3]) > 1 else 0), idx) for j, idx in enumerate(p[4])]
-                row += len(p[3])
+            keep = [(k, idx) for k, p in enumerate(pending) for idx in p[4]]  # one picture per image
             emb = torch.cat([backend.encode_patch_subsets(x, keep[s:s + batch_size]).float().cpu()
                              for s in range(0, len(keep), batch_size)])
         else:
