@@ -6,6 +6,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 from PIL import Image
@@ -137,12 +138,18 @@ def weights_id(backend: "Backend") -> str:
     return h.hexdigest()
 
 
-def by_length(keep: list[tuple[int, torch.Tensor]]) -> dict[int, list[int]]:
-    """Positions in `keep` grouped by how many patches they keep: each group runs as one batch
-    without padding, so every region is encoded exactly as if it were alone."""
-    out: dict[int, list[int]] = {}
+def by_length(keep: list[tuple[int, torch.Tensor]],
+              encode: Callable[[list[int]], torch.Tensor]) -> torch.Tensor:
+    """[len(keep), D]: `encode(rows)` run once per group of regions that keep the same number of
+    patches (one batch without padding, so each region is encoded exactly as if alone)."""
+    groups: dict[int, list[int]] = {}
     for r, (_, idx) in enumerate(keep):
-        out.setdefault(len(idx), []).append(r)
+        groups.setdefault(len(idx), []).append(r)
+    out = None
+    for rows in groups.values():
+        emb = encode(rows)
+        out = emb.new_empty(len(keep), emb.shape[-1]) if out is None else out
+        out[rows] = emb
     return out
 
 

@@ -122,16 +122,13 @@ class HFBackend(Backend):
         lead = 1 if self.kind == "clip" else 0
         if self.kind == "clip":
             x = vm.pre_layrnorm(x)
-        out = None
-        for _, rows in by_length(keep).items():
+
+        def encode(rows: list[int]) -> torch.Tensor:
             h = vm.encoder(inputs_embeds=gather_tokens(x, keep, rows, lead)).last_hidden_state
             if self.kind == "clip":
-                pooled = self.model.visual_projection(vm.post_layernorm(h[:, 0]))
-            else:
-                pooled = vm.head(vm.post_layernorm(h))
-            out = pooled.new_empty(len(keep), pooled.shape[-1]) if out is None else out
-            out[rows] = pooled
-        return out
+                return self.model.visual_projection(vm.post_layernorm(h[:, 0]))
+            return vm.head(vm.post_layernorm(h))
+        return by_length(keep, encode)
 
     def _siglip_patch_tokens(self, x: torch.Tensor) -> torch.Tensor:
         head = self.model.vision_model.head

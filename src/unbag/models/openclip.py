@@ -121,14 +121,11 @@ class OpenCLIPBackend(Backend):
         # the ViT's own steps (conv patches + CLS + positions, ln_pre; blocks; pooling; proj), with
         # each region's sequence cut down to the CLS token and its patches after the embedding
         x = visual._embeds(pixels)
-        out = None
-        for _, rows in by_length(keep).items():
+
+        def encode(rows: list[int]) -> torch.Tensor:
             pooled, _ = visual._pool(visual.transformer(gather_tokens(x, keep, rows, lead=1)))
-            if visual.proj is not None:
-                pooled = pooled @ visual.proj
-            out = pooled.new_empty(len(keep), pooled.shape[-1]) if out is None else out
-            out[rows] = pooled
-        return out
+            return pooled @ visual.proj if visual.proj is not None else pooled
+        return by_length(keep, encode)
 
     def early_patches(self, pixels: torch.Tensor, layer: int = 0) -> torch.Tensor:
         """Patch tokens after transformer block `layer`, through ln_post and the projection [N, P, D].

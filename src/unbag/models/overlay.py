@@ -46,6 +46,17 @@ def seeded_normal(shape: tuple[int, ...], seed: int, std: float) -> torch.Tensor
     return torch.from_numpy(np.random.RandomState(seed).standard_normal(shape) * std).float()
 
 
+def _large(v: torch.Tensor) -> bool:
+    """A matrix worth storing as a factor and its changed rows (a token table)."""
+    return v.is_floating_point() and v.ndim == 2 and v.shape[0] >= 1024
+
+
+def _fit_decay(v: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the one factor [1] that maps fp32 rows `b` onto `v`, the rows of `v` it leaves off by more than ROW_TOL)."""
+    scale = ((v * b).sum() / (b * b).sum().clamp_min(1e-12)).reshape(1)
+    return scale, torch.nonzero((v - b * scale).abs().amax(1) > ROW_TOL)[:, 0]
+
+
 def pack(tuned: dict[str, torch.Tensor], base: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Safetensors entries for the tensors of `tuned` that differ from `base`: fp16 `name`, or for
     a large matrix that is mostly base x one scale: `name::scale`, `name::rows`, `name::row_values`,
@@ -60,11 +71,10 @@ def pack(tuned: dict[str, torch.Tensor], base: dict[str, torch.Tensor]) -> dict[
             continue
         dense = v.half()
         out[k] = dense
-        if v.ndim != 2 or v.shape[0] < 1024:
+        if not _large(v):
             continue
         b = base[k].detach().cpu().float()
-        scale = ((v.float() * b).sum() / (b * b).sum().clamp_min(1e-12)).reshape(1)
-        rows = torch.nonzero((v.float() - b * scale).abs().amax(1) > ROW_TOL)[:, 0]
+        scale, rows = _fit_decay(v.float(), b)
         rec = _rescaled(b, scale)
         rec[rows] = dense[rows]
         fix = torch.nonzero((rec != dense).reshape(-1))[:, 0].to(torch.int32)
@@ -85,12 +95,11 @@ def pack_builtin(trained: dict[str, torch.Tensor], init: dict[str, torch.Tensor]
     for k, v in trained.items():
         v = v.detach().cpu().contiguous()
         out[k] = v
-        if not v.is_floating_point() or v.ndim != 2 or v.shape[0] < 1024:
+        if not _large(v):
             continue
         b = init[k].detach().cpu().float()
         v32 = v.float()
-        scale = (v32 * b).sum() / (b * b).sum().clamp_min(1e-12)
-        rows = torch.nonzero((v32 - b * scale).abs().amax(1) > ROW_TOL)[:, 0]
+        _, rows = _fit_decay(v32, b)
         rest = torch.ones(len(v), dtype=torch.bool)
         rest[rows] = False
         if rest.sum() < len(v) // 2:
