@@ -73,6 +73,17 @@ def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_
     run_plan(plan, progress=False)
     assert calls["n"] == 1 and json.loads(other.read_text())["model_id"] != "0" * 40
 
+    # and one scored on pixels the world no longer renders (a generated benchmark, older renderer)
+    from unbag.world.render import RENDER_VERSION
+    old = tmp_path / "out" / "results" / "tiny__retrieval__global.json"
+    rec = json.loads(old.read_text())
+    assert rec["benchmark"]["render"] == RENDER_VERSION
+    rec["benchmark"]["render"] = RENDER_VERSION - 1
+    old.write_text(json.dumps(rec))
+    calls["n"] = 0
+    run_plan(plan, progress=False)
+    assert calls["n"] == 1 and json.loads(old.read_text())["benchmark"]["render"] == RENDER_VERSION
+
 
 def test_bad_plans_name_the_field(tmp_path):
     p = tmp_path / "p.toml"

@@ -164,8 +164,13 @@ def write_explanations(root: Path, model: str, items: list[str], seed: int, prot
 def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str) -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
-    the cell run again instead of being reused)."""
+    the cell run again instead of being reused), on the same pixels where unbag renders them."""
     from .scoring import build
+    from .world.render import RENDER_VERSION
+
+    if (bench == "ctrl" or bench.split(":")[0] == "ctrl-retrieval") \
+            and res.get("benchmark", {}).get("render") != RENDER_VERSION:
+        return False
 
     recorded = json.loads(json.dumps(build(protocol, options, bench)[1]))  # tuples -> lists, as stored
     return (res.get("model") == model and res.get("model_id") == model_id

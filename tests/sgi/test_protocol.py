@@ -146,7 +146,7 @@ def test_count_check_by_hand():
     # a caption that counts nothing, or says "one" only, is not checked
     assert count_check([Segment("a star", "object", count=1), Segment("a cone", "object", count=1)], r, desc) == [0, 0]
     # a description the encoder favours everywhere ("a cone" beats "a star" even on the stars) does
-    # not claim every region: cosines are standardised per description over the single regions
+    # not claim every region: cosines are centred per description over the single regions
     n = torch.nn.functional.normalize
     s3, c3 = n(torch.tensor([1.0, 0.0, 1.0]), dim=0), n(torch.tensor([0.0, 1.0, 1.0]), dim=0)
     r3 = ImageRegions(r.regions[:4], torch.stack([s3, s3, s3, c3]))
@@ -154,6 +154,17 @@ def test_count_check_by_hand():
     raw = biased @ r3.emb.T
     assert (raw.argmax(0) == 1).all()  # plain argmax would call all four cones
     assert count_check(right, r3, biased) == [1.0, 1.0] and count_check(wrong, r3, biased) == [-1.0, -1.0]
+    # a description that barely separates the regions keeps its small say: the cosines SGI saw on
+    # ctrl's id-count-0005 (regions: sphere, cylinder, sphere) with the built-in model; dividing
+    # by each description's spread (as unbag did before 2026-12-01) sent the second sphere to
+    # "cylinder"
+    sim = torch.tensor([[0.7375, 0.7313, 0.7284], [0.6238, 0.6909, 0.6057]])
+    r4 = ImageRegions(r.regions[:3], torch.eye(3))  # unit region vectors: desc @ emb.T == sim
+    spheres = [Segment("two spheres", "group", count=2), Segment("one cylinder", "object", count=1)]
+    cylinders = [Segment("one sphere", "object", count=1), Segment("two cylinders", "group", count=2)]
+    assert count_check(spheres, r4, sim) == [1.0, 1.0] and count_check(cylinders, r4, sim) == [-1.0, -1.0]
+    z = (sim - sim.mean(1, keepdim=True)) / sim.std(1, keepdim=True)
+    assert z.argmax(0).tolist() == [0, 1, 1]  # the old rule: one sphere, two cylinders
 
 
 def test_count_option_changes_only_counting_captions(tiny, small_bench):

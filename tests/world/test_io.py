@@ -4,6 +4,7 @@ import numpy as np
 from PIL import Image
 
 from unbag.world.io import build
+from unbag.world.render import RENDER_VERSION
 from unbag.world.swap import CATEGORIES, SPLITS
 
 
@@ -21,7 +22,7 @@ def test_same_seed_gives_identical_bytes(tmp_path):
 
 def test_format(tiny_bench):
     meta = json.loads((tiny_bench / "meta.json").read_text())
-    assert meta["format"] == "unbag-ctrl" and meta["size"] == 64
+    assert meta["format"] == "unbag-ctrl" and meta["size"] == 64 and meta["render"] == RENDER_VERSION
     recs = [json.loads(x) for x in (tiny_bench / "items.jsonl").read_text().splitlines()]
     assert len(recs) == len(SPLITS) * len(CATEGORIES) * 3
     for r in recs:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import UnbagError, where
 from ..world.io import FORMAT, VERSION, generate, item_record
-from ..world.render import render
+from ..world.render import RENDER_VERSION, render
 from ..world.swap import CATEGORIES, SPLITS
 from .base import Benchmark, Item
 
@@ -24,7 +24,8 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int =
     """The ctrl benchmark rendered in memory (identical pixels to `unbag world build`)."""
     items = [_item(sw, px) for sw in generate(seed, per_category)]
     return Benchmark("ctrl", "ctrl", items, image_size=px,
-                     info={"seed": seed, "per_category": per_category, "size": px, "source": "generated"})
+                     info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER_VERSION,
+                           "source": "generated"})
 
 
 def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:
@@ -35,7 +36,8 @@ def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:
     if len(parts) != 3 or parts[0] not in SPLITS or parts[1] not in CATEGORIES or not parts[2].isdigit():
         raise UnbagError(f"ctrl: bad item id {item_id!r}; expected split-category-index, e.g. ood-color-0003")
     it = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px)
-    return Benchmark("ctrl", "ctrl", [it], image_size=px, info={"seed": seed, "size": px, "source": "generated"})
+    return Benchmark("ctrl", "ctrl", [it], image_size=px, info={"seed": seed, "size": px, "render": RENDER_VERSION,
+                                                                "source": "generated"})
 
 
 def _require(rec: dict, key: str, kind, loc: tuple) -> object:
@@ -105,4 +107,5 @@ def load(root: str | Path) -> Benchmark:
     if not items:
         raise UnbagError(f"{items_path}: no items")
     return Benchmark("ctrl", f"ctrl:{root}", items, image_size=side,
-                     info={k: meta.get(k) for k in ("seed", "per_category", "size")} | {"source": str(root)})
+                     info={k: meta.get(k) for k in ("seed", "per_category", "size")}
+                     | {"render": meta.get("render", 1), "source": str(root)})

@@ -30,6 +30,7 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
                    dist: str = "pretraining") -> RetrievalSet:
     """n stream samples of one of the world's training distributions, with their captions."""
     from ..world import stream
+    from ..world.render import RENDER_VERSION
 
     images, texts, index, image_texts = [], [], {}, []
     for k in range(n):
@@ -40,7 +41,8 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
             texts.append(s.caption)
         image_texts.append([index[s.caption]])
     return RetrievalSet("ctrl-retrieval", f"ctrl-retrieval (seed {seed}, n {n})", images, texts, image_texts,
-                        {"seed": seed, "n_images": n, "n_texts": len(texts), "distribution": dist}, px)
+                        {"seed": seed, "n_images": n, "n_texts": len(texts), "distribution": dist,
+                         "render": RENDER_VERSION}, px)
 
 
 def karpathy(spec: str, split: str = "test") -> RetrievalSet:

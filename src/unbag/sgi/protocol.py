@@ -361,8 +361,9 @@ def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) ->
     """Per segment of a caption that counts ("three red cubes and one blue cone"): +1 / -1 when the
     phrase names as many things as there are single regions that fit its description ("a red cube")
     best among the caption's counted phrases, 0 for phrases without a count. Each description's
-    cosines are standardised over the image's single regions first, so a description the encoder
-    scores high everywhere does not claim every region. No check when no phrase names two or more."""
+    cosines are centred over the image's single regions first (its mean subtracted), so a
+    description the encoder scores high everywhere does not claim every region. No check when no
+    phrase names two or more."""
     out = [0.0] * len(segs)
     if not counts_things(segs):
         return out
@@ -371,8 +372,10 @@ def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) ->
     if len(singles) < 2 or len(counted) < 2:
         return out
     sim = desc[counted] @ r.emb[singles].T  # [counted, singles]
-    z = (sim - sim.mean(1, keepdim=True)) / sim.std(1, keepdim=True).clamp_min(1e-6)
-    best = z.argmax(0)
+    # centred, not standardised: dividing by the spread would blow a description that barely
+    # separates the regions (the text "a large sphere" on spheres and cylinders alike) up to the
+    # weight of one that separates them clearly
+    best = (sim - sim.mean(1, keepdim=True)).argmax(0)
     for i, k in enumerate(counted):
         out[k] = 1.0 if int((best == i).sum()) == segs[k].count else -1.0
     return out

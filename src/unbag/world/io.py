@@ -1,8 +1,8 @@
 """The ctrl benchmark on disk: build it (deterministic bytes) and describe its format.
 
 Layout of DIR (format "unbag-ctrl", version 1; see docs/ctrl-format.md):
-  meta.json     {"format", "version", "seed", "size", "per_category", "categories", "splits",
-                 "held_out"}
+  meta.json     {"format", "version", "render", "seed", "size", "per_category", "categories",
+                 "splits", "held_out"}
   items.jsonl   one SWAP item per line: {"id", "split", "category", "images": [2 paths relative
                 to DIR], "captions": [2], "segments": [2 lists of {"text", "kind", "objects"}],
                 "objects": [2 lists of {"shape", "color", "size", "material", "box"}],
@@ -21,7 +21,7 @@ from PIL import Image
 from rich.progress import track
 
 from ..utils import atomic_dir
-from .render import render
+from .render import RENDER_VERSION, render
 from .scene import HELD_OUT
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
 
@@ -47,7 +47,7 @@ def item_record(item: SwapItem, px: int, image_paths: list[str]) -> dict:
 
 
 def meta_record(seed: int, px: int, per_category: int, categories: list[str]) -> dict:
-    return {"format": FORMAT, "version": VERSION, "seed": seed, "size": px,
+    return {"format": FORMAT, "version": VERSION, "render": RENDER_VERSION, "seed": seed, "size": px,
             "per_category": per_category, "categories": categories, "splits": list(SPLITS),
             "held_out": {k: sorted(f"{a} {b}" for a, b in v) for k, v in HELD_OUT.items()}}
 

@@ -7,6 +7,10 @@ from PIL import Image, ImageDraw
 from .scene import COLORS, Obj, Scene
 
 BACKGROUND = (118, 118, 118)
+# Bumped whenever the same scene renders to other pixels; generated benchmarks and ctrl folders
+# record it, and `unbag run` redoes a cell scored on other pixels. 2 (2026-12-01): cubes fill their
+# square (at 0.85 of it a small cube and a small sphere were 9 px square vs 11 px disc).
+RENDER_VERSION = 2
 SUPERSAMPLE = 4  # drawn at 4x and box-downsampled for anti-aliased edges
 
 
@@ -15,7 +19,7 @@ def _outline(shape: str, cx: float, cy: float, r: float) -> tuple[str, list[tupl
     if shape == "sphere":
         return "ellipse", [(cx - r, cy - r), (cx + r, cy + r)]
     if shape == "cube":
-        h = 0.85 * r
+        h = r
         return "polygon", [(cx - h, cy - h), (cx + h, cy - h), (cx + h, cy + h), (cx - h, cy + h)]
     if shape == "cylinder":
         w = 0.62 * r
