@@ -57,6 +57,8 @@ if __name__ == "__main__":  # record the reference: only when reshipping, given 
 
     from unbag.utils import versions
 
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/models/test_shipped_scores.py RUN_DIR  (the built-in model's training run)")
     tensors, ids = {}, {}
     for spec in MODELS:
         scores, ids[spec] = shipped_scores(spec)
