@@ -77,6 +77,62 @@ def build_hf():
     return build
 
 
+def check_image_tower(backend) -> None:
+    """weights_id(image_only=True) follows the image tower's weights and no others, and the image
+    embeddings depend on nothing else (what lets a text-only fine-tune share its base's regions)."""
+    import copy
+
+    import torch
+
+    from unbag.models.base import weights_id
+
+    b = copy.deepcopy(backend)
+    assert b.image_tower
+    h, w = b.image_size
+    px = torch.randn(2, 3, h, w, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        emb, whole, image = b.encode_images(px).embeds, weights_id(b), weights_id(b, image_only=True)
+        for name, p in b.model.named_parameters():
+            if not name.startswith(b.image_tower):
+                p.add_(0.01)
+        assert weights_id(b) != whole and weights_id(b, image_only=True) == image
+        assert torch.equal(b.encode_images(px).embeds, emb)
+        next(p for name, p in b.model.named_parameters() if name.startswith(b.image_tower)).add_(0.01)
+        assert weights_id(b, image_only=True) != image
+
+
+def check_cpu_chunks(backend) -> None:
+    """Encoding in CPU_CHUNK pieces gives the features of the whole batch at once."""
+    import torch
+
+    from unbag.models.base import CPU_CHUNK
+
+    h, w = backend.image_size
+    n = 2 * CPU_CHUNK + 5
+    px = torch.randn(n, 3, h, w, generator=torch.Generator().manual_seed(0))
+    ids = backend.tokenize([f"{k} red cubes left of a blue sphere" for k in range(n)])
+    with torch.inference_mode():
+        for encode, x in ((type(backend).encode_images, px), (type(backend).encode_texts, ids)):
+            chunked, whole = encode(backend, x, tokens=True), encode.__wrapped__(backend, x, tokens=True)
+            for name in ("embeds", "patches", "grid", "tokens", "mask"):
+                a, b = getattr(chunked, name, None), getattr(whole, name, None)
+                same = (torch.allclose(a, b, atol=1e-5) if a.is_floating_point() else torch.equal(a, b)) \
+                    if isinstance(a, torch.Tensor) else a == b
+                assert same, name
+
+
+@pytest.fixture(scope="session")
+def cpu_chunks_check():
+    """check_cpu_chunks(backend): see its docstring."""
+    return check_cpu_chunks
+
+
+@pytest.fixture(scope="session")
+def image_tower_check():
+    """check_image_tower(backend): see its docstring."""
+    return check_image_tower
+
+
 # -- tiny copies of each public benchmark in its official layout --------------------------------
 COLORS = ["red", "green", "blue", "yellow", "purple", "cyan", "white", "black"]
 

@@ -95,6 +95,33 @@ def test_bad_plans_name_the_field(tmp_path):
         read_plan(p)
     with pytest.raises(UnbagError, match="plan file not found"):
         read_plan(tmp_path / "nope.toml")
+    p.write_text("[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\n"
+                 "s = { protocol = 'sgi:paper', models = ['b'] }\n")
+    with pytest.raises(UnbagError, match=r"protocols.s.models: a list of the plan's model names \(a\)"):
+        read_plan(p)
+
+
+def test_a_protocol_can_be_limited_to_some_models(tiny_bench, tmp_path, monkeypatch):
+    p = tmp_path / "plan.toml"
+    p.write_text(f'''
+out = "{tmp_path / 'out'}"
+[models]
+one = "builtin"
+two = "builtin:clic"
+[benchmarks]
+ctrl = "ctrl:{tiny_bench}"
+[protocols]
+global = "global"
+paper = {{ protocol = "sgi:paper", models = ["two"], phases = 1 }}
+''')
+    seen = []
+    real = evaluate_mod.evaluate
+    monkeypatch.setattr(evaluate_mod, "evaluate",
+                        lambda backend, bench, **kw: seen.append((backend.spec, kw["protocol"], kw["options"]))
+                        or real(backend, bench, **kw))
+    cells = [r["cell"] for r in run_plan(p, progress=False)]
+    assert [(c["model"], c["protocol"]) for c in cells] == [("one", "global"), ("two", "global"), ("two", "paper")]
+    assert seen[-1] == ("builtin:clic", "sgi:paper", {"phases": 1})  # `models` is not an SGI option
 
 
 def test_shipped_heads_resolve_per_model():

@@ -18,7 +18,8 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     global = "global"
     SGI = "sgi"
     TFLocal = "head:builtin:tflocal"   # the shipped head trained on this cell's model
-    SGI-paper = { protocol = "sgi:paper", phases = 1 }   # a protocol with options
+    SGI-paper = { protocol = "sgi:paper", models = ["pretrained"] }   # only for these models
+    SGI-1view = { protocol = "sgi", phases = 1 }   # a protocol with options
 
 Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
 cells made with the same model spec and weights, protocol and options (as recorded), so an interrupted run
@@ -70,6 +71,11 @@ def read_plan(path: str | Path) -> dict:
             raise UnbagError(f"{path}: protocols.{name}: a table needs protocol = \"NAME\" (and its options)")
         if not isinstance(value, (str, dict)):
             raise UnbagError(f"{path}: protocols.{name}: a protocol spec string or a table")
+        only = value.get("models") if isinstance(value, dict) else None
+        known = list(plan.get("models", {})) + list(plan.get("train", {}))
+        if only is not None and not (isinstance(only, list) and only and set(only) <= set(known)):
+            raise UnbagError(f"{path}: protocols.{name}.models: a list of the plan's model names "
+                             f"({', '.join(known)}), got {only!r}")
     explain = plan.get("explain", [])
     if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
         raise UnbagError(f"{path}: field 'explain' must be a list of ctrl item ids, e.g. [\"ood-color-0000\"]")
@@ -93,10 +99,13 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     for name, table in plan.get("train", {}).items():
         model_specs[name] = str(train_entry(name, table, root, progress, device))
     seed = int(plan.get("seed", 0))
-    protocols = {p: (v, {}) if isinstance(v, str) else (v["protocol"], {k: x for k, x in v.items() if k != "protocol"})
+    protocols = {p: (v, {}) if isinstance(v, str) else
+                 (v["protocol"], {k: x for k, x in v.items() if k not in ("protocol", "models")})
                  for p, v in plan["protocols"].items()}
+    only = {p: v["models"] for p, v in plan["protocols"].items() if isinstance(v, dict) and "models" in v}
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
-             if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))]
+             if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))
+             and m in only.get(p, [m])]
     results, loaded, ids, backend = [], {}, {}, None
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]

@@ -107,3 +107,35 @@ def test_every_registered_model_form_loads_and_scores(prefix, build_hf, tmp_path
     for protocol in ("global", "sgi"):
         s = unbag.score(b, [img, img[:, ::-1].copy()], ["a red cube", "a blue sphere left of a red cube"], protocol)
         assert s.shape == (2, 2) and torch.isfinite(s).all()
+
+
+def test_image_tower_id(backend, image_tower_check):
+    image_tower_check(backend)
+
+
+def test_tokenize_memo_gives_the_tokenizers_ids(backend):
+    texts = ["a red cube", "two blue spheres left of a cone", "a red cube"]
+    first, again = backend.tokenize(texts[:2]), backend.tokenize(texts + ["a cone"])
+    assert torch.equal(first, backend.tokenizer(texts[:2]))
+    assert torch.equal(again, backend.tokenizer(texts + ["a cone"]))
+
+
+def test_memo_tokenize_counts_and_limit():
+    from unbag.models.base import memo_tokenize
+
+    calls = []
+
+    def tok(texts):
+        calls.append(list(texts))
+        return torch.tensor([[len(t), 0] for t in texts])
+    memo: dict = {}
+    assert memo_tokenize(memo, ["ab", "abc", "ab"], tok).tolist() == [[2, 0], [3, 0], [2, 0]]
+    memo_tokenize(memo, ["abc", "abcd"], tok, limit=3)
+    assert calls == [["ab", "abc"], ["abcd"]]  # each distinct text tokenised once
+    memo_tokenize(memo, ["x"], tok, limit=3)  # over the limit: the memo starts again
+    assert calls[-1] == ["x"] and set(memo) == {"x"}
+
+
+
+def test_cpu_chunks_give_the_whole_batchs_features(backend, cpu_chunks_check):
+    cpu_chunks_check(backend)

@@ -70,3 +70,11 @@ def test_preprocess_matches_the_fast_pixel_path(hf):
 def test_missing_hf_model_says_what_to_download(tmp_path):
     with pytest.raises(UnbagError, match="cannot find the model.*hf:DIR"):
         models.load(f"hf:{tmp_path / 'nope'}")
+
+
+def test_image_tower_id(hf, image_tower_check):
+    image_tower_check(hf[1])
+
+
+def test_cpu_chunks_give_the_whole_batchs_features(hf, cpu_chunks_check):
+    cpu_chunks_check(hf[1])

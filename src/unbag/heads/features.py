@@ -44,11 +44,12 @@ def _l2(t: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def image_features(backend: Backend, pixels: torch.Tensor) -> dict:
-    """Frozen global and patch features of preprocessed images [N, 3, H, W]."""
+def image_features(backend: Backend, pixels: torch.Tensor, early: bool = True) -> dict:
+    """Frozen global and patch features of preprocessed images [N, 3, H, W] (`early`: also the
+    first-block patches, where the backend offers them; a second encoder pass)."""
     im = backend.encode_images(pixels.to(backend.device), tokens=True)
     out = {"img_global": _l2(im.embeds), "img_patches": _l2(im.patches)}
-    if hasattr(backend, "early_patches"):  # first-block patches too, for heads with early=True
+    if early and hasattr(backend, "early_patches"):  # for heads with early=True
         out["img_patches_early"] = _l2(backend.early_patches(pixels.to(backend.device)))
     return out
 

@@ -10,6 +10,7 @@ ranks exactly as default SGI does.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import torch
@@ -22,6 +23,10 @@ from .common import head_inputs
 from .features import image_features, pack_regions, text_features
 from .train import load_head
 
+# The frozen features of the last benchmark a head scored (key: weights, images, captions): a
+# plan scores one model's heads one after another on the same benchmark.
+_FEATURES: dict = {}
+
 
 @torch.inference_mode()
 def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progress: bool = False,
@@ -31,30 +36,37 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     from ..sgi.protocol import SGIConfig, caption_segments, encode_regions
 
     head, record = load_head(path)
-    if record["backbone_id"] != weights_id(backend):
+    model_id = weights_id(backend)
+    if record["backbone_id"] != model_id:
         raise UnbagError(f"{path}: head trained on backbone {record['backbone']!r}, not on "
                          f"{backend.spec!r} (different weights); evaluate it with --model {record['backbone']}")
     items = bench.items
     n_img, n_cap = len(items[0].images), len(items[0].captions)
     refs, wheres, texts = bench.flat()
     phrases = caption_segments(bench, SGIConfig())
-    img_order, img_inv = unique([image_key(r) for r in refs])
+    img_keys = [image_key(r) for r in refs]
+    img_order, img_inv = unique(img_keys)
     cap_order, cap_inv = unique(texts)
-    feats: dict[str, list] = {}
-    for s in range(0, len(img_order), batch_size):
-        ii = img_order[s:s + batch_size]
-        px = pixels_of(backend, [refs[i] for i in ii], [wheres[i] for i in ii], bench.image_size)
-        for k, v in image_features(backend, px).items():
-            feats.setdefault(k, []).append(v)
+    key = hashlib.sha1(repr((model_id, head.cfg.early, [img_keys[i] for i in img_order],
+                             [(texts[c], [p.text for p in phrases[c]]) for c in cap_order])).encode()).hexdigest()
+    if _FEATURES.get("key") != key:  # the heads of one model share its frozen features
+        _FEATURES.clear()
+        feats: dict[str, list] = {}
+        for s in range(0, len(img_order), batch_size):
+            ii = img_order[s:s + batch_size]
+            px = pixels_of(backend, [refs[i] for i in ii], [wheres[i] for i in ii], bench.image_size)
+            for k, v in image_features(backend, px, early=head.cfg.early).items():
+                feats.setdefault(k, []).append(v)
+        for s in range(0, len(cap_order), batch_size):
+            cc = cap_order[s:s + batch_size]
+            for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
+                feats.setdefault(k, []).append(v)
+        _FEATURES.update(key=key, fields={k: torch.cat(v) for k, v in feats.items()})
+    fields = dict(_FEATURES["fields"])
     if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
         regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)
-        for k, v in pack_regions([regions[i] for i in img_order]).items():
-            feats[k] = [v]
-    for s in range(0, len(cap_order), batch_size):
-        cc = cap_order[s:s + batch_size]
-        for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
-            feats.setdefault(k, []).append(v)
-    img, txt = head_inputs({k: torch.cat(v) for k, v in feats.items()}, head.cfg)
+        fields.update(pack_regions([regions[i] for i in img_order]))
+    img, txt = head_inputs(fields, head.cfg)
     img_idx = torch.tensor(img_inv).view(len(items), n_img)
     cap_idx = torch.tensor(cap_inv).view(len(items), n_cap)
     ii = img_idx[:, :, None].expand(-1, -1, n_cap).reshape(-1)

@@ -22,7 +22,8 @@ import torch
 from PIL import Image
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures, by_length, gather_tokens, resize_crop
+from .base import (Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize,
+                   resize_crop)
 
 
 def _load(path: str):
@@ -49,6 +50,7 @@ class HFBackend(Backend):
         self.kind, model, tf = _load(path)
         self.model = model.to(device).eval()
         self.tokenizer = tf.AutoTokenizer.from_pretrained(path)
+        self._ids: dict[str, torch.Tensor] = {}  # token ids of texts seen (memo_tokenize)
         proc = self._proc = self._processor_config(path)
         vcfg = model.config.vision_config
         side = proc.get("crop_size") or proc.get("size") or {"height": vcfg.image_size}
@@ -57,6 +59,7 @@ class HFBackend(Backend):
         self.mean = tuple(proc.get("image_mean", (0.5, 0.5, 0.5)))
         self.std = tuple(proc.get("image_std", (0.5, 0.5, 0.5)))
         self.squash = self.kind == "siglip"
+        self.image_tower = ("vision_model.", "visual_projection.") if self.kind == "clip" else ("vision_model.",)
         self.patch = vcfg.patch_size
         tcfg = model.config.text_config
         self.context = min(getattr(self.tokenizer, "model_max_length", 10**6) or 10**6,
@@ -81,9 +84,8 @@ class HFBackend(Backend):
         return Preprocess(self.image_size[0], self.mean, self.std, self.squash)
 
     def tokenize(self, texts: list[str]) -> torch.Tensor:
-        out = self.tokenizer(list(texts), padding="max_length", truncation=True, max_length=self.context,
-                             return_tensors="pt")
-        return out["input_ids"]
+        return memo_tokenize(self._ids, list(texts), lambda new: self.tokenizer(
+            new, padding="max_length", truncation=True, max_length=self.context, return_tensors="pt")["input_ids"])
 
     def _mask(self, ids: torch.Tensor) -> torch.Tensor:
         pad = self.tokenizer.pad_token_id
@@ -96,6 +98,7 @@ class HFBackend(Backend):
             real[torch.arange(len(ids)), first] = True
         return real
 
+    @cpu_chunked
     def encode_images(self, pixels: torch.Tensor, tokens: bool = False) -> ImageFeatures:
         vm = self.model.vision_model
         out = vm(pixel_values=pixels)
@@ -138,6 +141,7 @@ class HFBackend(Backend):
         h = att.out_proj(torch.nn.functional.linear(x, w_v, b_v))  # attention one-hot on each patch
         return h + head.mlp(head.layernorm(h))
 
+    @cpu_chunked
     def encode_texts(self, ids: torch.Tensor, tokens: bool = False) -> TextFeatures:
         tm = self.model.text_model
         mask = self._mask(ids)

@@ -8,7 +8,7 @@ import torch
 from PIL import Image
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures, by_length, gather_tokens
+from .base import Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 _configs_added = False
@@ -46,6 +46,8 @@ def _quickgelu_name(oc, name: str, pretrained: str | None) -> str:
 class OpenCLIPBackend(Backend):
     """An open_clip `CLIP` model (ViT image tower, transformer text tower)."""
 
+    image_tower = ("visual.",)
+
     def __init__(self, spec: str, name: str, pretrained: str | None = None,
                  device: str | torch.device = "cpu", load_weights: bool = True):
         oc = _open_clip()
@@ -70,6 +72,7 @@ class OpenCLIPBackend(Backend):
         self.model_cfg = self._model_cfg(oc, name)
         self._preprocess = preprocess
         self.tokenizer = oc.get_tokenizer(name)
+        self._ids: dict[str, torch.Tensor] = {}  # token ids of texts seen (memo_tokenize)
         cfg = model.visual.preprocess_cfg
         self.image_size = tuple(cfg["size"]) if not isinstance(cfg["size"], int) else (cfg["size"],) * 2
         self.mean, self.std = tuple(cfg["mean"]), tuple(cfg["std"])
@@ -97,8 +100,9 @@ class OpenCLIPBackend(Backend):
         return self._preprocess  # torchvision's Compose: picklable, no model inside
 
     def tokenize(self, texts: list[str]) -> torch.Tensor:
-        return self.tokenizer(list(texts))
+        return memo_tokenize(self._ids, list(texts), self.tokenizer)
 
+    @cpu_chunked
     def encode_images(self, pixels: torch.Tensor, tokens: bool = False) -> ImageFeatures:
         visual = self.model.visual
         if not tokens:
@@ -138,6 +142,7 @@ class OpenCLIPBackend(Backend):
         toks = out["image_intermediates"][0]
         return toks @ visual.proj if visual.proj is not None else toks
 
+    @cpu_chunked
     def encode_texts(self, ids: torch.Tensor, tokens: bool = False) -> TextFeatures:
         from open_clip.transformer import text_global_pool
 

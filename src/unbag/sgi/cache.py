@@ -1,4 +1,4 @@
-"""Region feature cache keyed by (model weights, image content, regions, mode); in memory, optionally on disk."""
+"""Region feature cache keyed by (image-tower weights, image content, regions, mode); in memory, optionally on disk."""
 from __future__ import annotations
 
 import hashlib

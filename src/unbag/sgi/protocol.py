@@ -228,7 +228,9 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
     n_pending = 0  # encoder inputs waiting in `pending`
     mode = region_mode(backend, cfg.mode)
     views = _views(mode, cfg.phases, backend)
-    model_id = weights_id(backend)  # not the spec: two loads of a random or re-saved model differ
+    # the image tower's weights, not the spec: two loads of a random or re-saved model differ, and
+    # a text-only fine-tune (CLIC) encodes regions exactly as its base does
+    model_id = weights_id(backend, image_only=True)
 
     def flush():
         nonlocal n_pending
