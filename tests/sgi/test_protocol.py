@@ -278,3 +278,19 @@ def test_a_large_picture_is_resized_once_then_masked():
     with torch.no_grad():
         ef, es = (torch.nn.functional.normalize(tiny.encode_images(x).embeds, dim=-1) for x in (fast, slow))
     assert float((ef * es).sum(-1).min()) > 0.99
+
+
+def test_crop_inputs_are_each_region_cut_out_and_squash_resized():
+    from PIL import Image
+
+    from unbag.sgi.protocol import _inputs
+    from unbag.sgi.regions import cropped, grid_boxes
+
+    tiny = models.load("open_clip:unbag-tiny")
+    pic = render(Scene([Obj("sphere", "red", "large", "rubber", 0.3, 0.3),
+                        Obj("cube", "blue", "small", "metal", 0.7, 0.6)], 1), 64)
+    regions = [(b,) for b in grid_boxes(64, 64, (0.5, 1 / 3), 0.5)] + [((0, 0, 64, 64),), ((5, 9, 17, 50),)]
+    h, w = tiny.image_size
+    want = np.stack([np.asarray(Image.fromarray(cropped(pic, r)).resize((w, h), Image.Resampling.BICUBIC))
+                     for r in regions])
+    assert torch.equal(_inputs(tiny, pic, regions, "crop"), tiny.normalize_pixels(torch.from_numpy(want)))

@@ -33,7 +33,7 @@ from ..models.base import Backend, weights_id
 from ..scoring.encode import encode_texts, unique
 from . import segments as seg
 from .cache import RegionCache, default_cache
-from .regions import (FRAMES, RegionConfig, background_color, cropped, frame_regions, framed, masked,
+from .regions import (FRAMES, RegionConfig, background_color, frame_regions, framed, masked,
                       masked_shifted, patch_cover, phase_offsets)
 
 ASSIGN = ("max", "hungarian")
@@ -145,9 +145,10 @@ def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str, phases:
         if arr.shape[:2] == (h, w):
             return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
         return torch.stack([backend.preprocess(Image.fromarray(o)) for o in outs])
-    # crop: squash-resize each crop to the model's input, as the paper does
-    outs = [np.asarray(Image.fromarray(cropped(arr, r)).resize((w, h), Image.Resampling.BICUBIC))
-            for r in regions]
+    # crop: squash-resize each crop to the model's input, as the paper does (PIL's crop of the
+    # picture holds the same pixels as cutting the array, without a conversion per region)
+    pic = Image.fromarray(arr)
+    outs = [np.asarray(pic.crop(_box(r)).resize((w, h), Image.Resampling.BICUBIC)) for r in regions]
     return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
 
 
