@@ -125,6 +125,27 @@ def test_eval_with_a_head(builtin_cache, tmp_path, tiny_bench, capsys):
     assert "head trained on backbone" in capsys.readouterr().err
 
 
+def test_heads_of_one_model_share_its_features_and_score_as_alone(builtin_cache, tmp_path, tiny_bench, monkeypatch):
+    from unbag import benchmarks, models
+    from unbag.heads import protocol as hp
+
+    backend, bench = models.load("builtin"), benchmarks.load(f"ctrl:{tiny_bench}")
+    heads = [train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind=kind, early=early), steps=2, batch_size=8),
+                        tmp_path / f"{kind}{early}", progress=False)
+             for kind, early in (("tfglobal", False), ("tflocal", False), ("tflocal", True))]
+    calls = []
+    real = hp.image_features
+    monkeypatch.setattr(hp, "image_features", lambda *a, **kw: calls.append(kw["early"]) or real(*a, **kw))
+    hp._FEATURES.clear()
+    shared = [hp.score_head(backend, bench, path=str(h)) for h in heads]
+    assert calls == [False, True]  # once for the first two heads; again where early patches are needed
+    monkeypatch.setattr(hp, "MEMO_BYTES", 0)  # nothing kept: every head computes its own features
+    hp._FEATURES.clear()
+    alone = [hp.score_head(backend, bench, path=str(h)) for h in heads]
+    assert calls[2:] == [False, False, True] and not hp._FEATURES
+    assert all(torch.equal(a, b) for a, b in zip(shared, alone))
+
+
 def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
     from unbag.heads.features import extract_swaps
 

@@ -24,8 +24,10 @@ from .features import image_features, pack_regions, text_features
 from .train import load_head
 
 # The frozen features of the last benchmark a head scored (key: weights, images, captions): a
-# plan scores one model's heads one after another on the same benchmark.
+# plan scores one model's heads one after another on the same benchmark. Kept only up to
+# MEMO_BYTES (the demo's: 0.23 GB), so a large photo benchmark does not hold them after its cell.
 _FEATURES: dict = {}
+MEMO_BYTES = 2 * 2**30
 
 
 @torch.inference_mode()
@@ -49,7 +51,8 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     cap_order, cap_inv = unique(texts)
     key = hashlib.sha1(repr((model_id, head.cfg.early, [img_keys[i] for i in img_order],
                              [(texts[c], [p.text for p in phrases[c]]) for c in cap_order])).encode()).hexdigest()
-    if _FEATURES.get("key") != key:  # the heads of one model share its frozen features
+    fields = _FEATURES.get("fields") if _FEATURES.get("key") == key else None
+    if fields is None:  # the heads of one model share its frozen features
         _FEATURES.clear()
         feats: dict[str, list] = {}
         for s in range(0, len(img_order), batch_size):
@@ -61,8 +64,10 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
             cc = cap_order[s:s + batch_size]
             for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
                 feats.setdefault(k, []).append(v)
-        _FEATURES.update(key=key, fields={k: torch.cat(v) for k, v in feats.items()})
-    fields = dict(_FEATURES["fields"])
+        fields = {k: torch.cat(v) for k, v in feats.items()}
+        if sum(t.nbytes for t in fields.values()) <= MEMO_BYTES:
+            _FEATURES.update(key=key, fields=fields)
+    fields = dict(fields)
     if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
         regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)
         fields.update(pack_regions([regions[i] for i in img_order]))
