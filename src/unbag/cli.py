@@ -9,7 +9,8 @@ from .errors import UnbagError
 
 TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
                "workers", "compile", "threads", "ckpt_every", "log_every", "device", "lock_image", "lock_text",
-               "unlock_last", "accum", "precision", "ema", "select", "text", "width", "layers", "early")
+               "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "text", "width", "layers",
+               "early")
 
 
 def _train(a: argparse.Namespace) -> None:
@@ -185,8 +186,8 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip", help="clip | ft | negclip | clic | degla | tflocal | tflocal-li | "
-                   "tfglobal | tfregions")
+    t.add_argument("--method", default="clip", help="clip | clip-dense | ft | negclip | clic | degla | tflocal | "
+                   "tflocal-li | tfglobal | tfregions")
     t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
                    "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
@@ -214,6 +215,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--accum", type=int, default=None, help="micro-batches per step (gradient accumulation)")
     g.add_argument("--precision", default=None, help="auto (bf16 on CUDA) | fp32 | bf16 | fp16")
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
+    g.add_argument("--dense-weight", type=float, default=None,
+                   help="clip-dense: weight of the phrase-patch late-interaction loss (1.0)")
     g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
                    "in-distribution validation score (global cosine, N SWAP items per category)")
     t.add_argument("--seed", type=int, default=None, help="(0)")

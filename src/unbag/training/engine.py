@@ -54,6 +54,7 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
+    dense_weight: float = 1.0  # clip-dense: weight of the phrase-patch late-interaction loss
     select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
 
     @classmethod
@@ -127,6 +128,8 @@ class Trainer:
         # parameters outside both towers (logit scale/bias) see the global loss directly
         self.shared = {id(p) for n, p in self.model.named_parameters() if freeze.tower(n) is None}
         self.objective = OBJECTIVES[cfg.method]()
+        if hasattr(self.objective, "dense_weight"):
+            self.objective.dense_weight = cfg.dense_weight
         self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
         if self.objective.needs.teacher:
             if self.ema is None:

@@ -1,0 +1,41 @@
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+
+from unbag.training.engine import TrainConfig, Trainer
+from unbag.training.objectives.dense import caption_phrases, dense_loss, late_interaction
+
+
+def test_caption_phrases_are_the_object_and_group_phrases():
+    phrases, owner = caption_phrases(["a large red cube to the left of two small blue spheres", "a cat"])
+    assert phrases == ["a large red cube", "two small blue spheres", "a cat"]  # not the relation
+    assert owner.tolist() == [0, 0, 1]
+
+
+def test_late_interaction_hand_computed():
+    # image 0's patches point along x and y, image 1's along -x and y; caption 0 has phrases x and
+    # (x+y)/sqrt2, caption 1 the phrase -x
+    patches = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[-1.0, 0.0], [0.0, 1.0]]])
+    r = 1 / math.sqrt(2)
+    phrases = torch.tensor([[1.0, 0.0], [r, r], [-1.0, 0.0]])
+    owner = torch.tensor([0, 0, 1])
+    li = late_interaction(phrases, owner, patches, 2)
+    # caption 0 / image 0: best cosines 1 and r; / image 1: 0 (the y patch) and r
+    want = torch.tensor([[(1 + r) / 2, (0 + r) / 2], [0.0, 1.0]])
+    assert torch.allclose(li, want)
+    loss = dense_loss(phrases * 3, owner, patches * 2, torch.tensor(10.0))  # normalised inside
+    logits = 10 * want
+    target = torch.arange(2)
+    assert torch.isclose(loss, (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2)
+
+
+def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
+    cfg = TrainConfig.for_method("clip-dense", steps=12, batch_size=16, warmup=2, workers=0, ckpt_every=100,
+                                 log_every=1, dense_weight=2.0)
+    trainer = Trainer(cfg, tmp_path)
+    assert trainer.objective.dense_weight == 2.0
+    trainer.fit(progress=False)
+    rows = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert all("dense" in r for r in rows) and rows[-1]["dense"] < rows[0]["dense"]
