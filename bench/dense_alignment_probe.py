@@ -6,10 +6,13 @@ phrases' best cosines are averaged. This probe scores ctrl that way before and a
 model's CLIP training on `world:pretraining` (every combination, as the built-in model was
 pretrained) with that same late-interaction score as a second InfoNCE loss, FILIP-style (arXiv
 2111.07783; phrases encoded alone instead of caption tokens), weight `--dense`. `--dense 0` is the
-control: the same continued training with the CLIP loss alone. Prints group scores ID / OOD of late
-interaction and of global cosine; nothing is shipped (`--out` saves the trained model).
+control: the same continued training with the CLIP loss alone. The dense term is `clip-dense`'s
+(unbag/training/objectives/dense.py), here with the captions' own grammar phrases. Prints group
+scores ID / OOD of late interaction and of global cosine; nothing is shipped (`--out` saves the
+trained model). `--steps 0` scores a model as it is (e.g. a `clip-dense` run's).
 
     .venv/bin/python bench/dense_alignment_probe.py --steps 600 --dense 1.0 --lr 1e-4
+    .venv/bin/python bench/dense_alignment_probe.py --model runs/clip-dense/model --steps 0 --per-category 400
 """
 from __future__ import annotations
 
@@ -26,18 +29,11 @@ from unbag.scoring.encode import pixels_of
 from unbag.sgi.protocol import SGIConfig, caption_segments
 from unbag.sgi.segments import from_grammar
 from unbag.training.objectives.clip import clip_loss
+from unbag.training.objectives.dense import dense_loss, late_interaction
 from unbag.world import stream
 from unbag.world.swap import CATEGORIES
 
 KINDS = ("object", "group")  # the phrases a patch can show; relation phrases span two objects
-
-
-def late_interaction(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.Tensor, n_texts: int) -> torch.Tensor:
-    """[texts, images]: mean over each text's phrases (unit [K, D], text of each: owner [K]) of the
-    phrase's best cosine over each image's unit patch tokens [N, P, D]."""
-    best = torch.einsum("kd,npd->knp", phrases, patches).amax(-1)  # [K, N]
-    total = torch.zeros(n_texts, patches.shape[0], dtype=best.dtype).index_add(0, owner, best)
-    return total / torch.bincount(owner, minlength=n_texts).clamp(min=1)[:, None].to(best.dtype)
 
 
 @torch.inference_mode()
@@ -85,6 +81,8 @@ def main() -> None:
     backend = models.load(a.model)
     bench = generated(seed=0, per_category=a.per_category)
     show("before", ctrl_scores(backend, bench))
+    if not a.steps:
+        return
     model = backend.model.train()
     opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=a.lr, weight_decay=0.1)
     t0 = time.time()
@@ -99,10 +97,8 @@ def main() -> None:
         if a.dense > 0:
             kept = [[s.text for s in from_grammar(x.segments) if s.kind in KINDS] for x in batch]
             owner = torch.tensor([c for c, ps in enumerate(kept) for _ in ps])
-            phr = F.normalize(backend.encode_texts(backend.tokenize([q for ps in kept for q in ps])).embeds, dim=-1)
-            logits = scale * late_interaction(phr, owner, F.normalize(f.patches, dim=-1), len(batch))
-            target = torch.arange(len(batch))
-            loss = loss + a.dense * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+            phr = backend.encode_texts(backend.tokenize([q for ps in kept for q in ps])).embeds
+            loss = loss + a.dense * dense_loss(phr, owner, f.patches, scale)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
