@@ -70,10 +70,10 @@ def test_headline_states_the_matrix_from_its_numbers():
     def row(i, o):  # the same ID and OOD group score in color, size and material
         return {f"{s}/{c}/group": (v, None, None) for c in ("color", "size", "material")
                 for s, v in (("id", i), ("ood", o))}
-    rows = {("pre", "global"): row(0.5, 0.4), ("pre", "SGI"): row(0.9, 0.8),
+    rows = {("pre", "global"): row(0.5, 0.4), ("pre", "SGI"): row(0.9, 0.8), ("pre", "SGI-paper"): row(0.3, 0.2),
             ("FT", "global"): row(0.7, 0.45), ("FT", "SGI"): row(0.92, 0.85)}
     said = headline(rows)
     assert said[0].startswith("Best out-of-distribution binding: SGI on FT, 85.0%")
-    assert "global 40.0-45.0; SGI 80.0-85.0" in said[1] and "2 models" in said[1]
+    assert "global 40.0-45.0; SGI 80.0-85.0; SGI-paper 20.0 (pre only)" in said[1] and "2 models" in said[1]
     assert "FT +20.0 ID / +5.0 OOD" in said[2]
     assert headline({("pre", "global"): {}}) == []

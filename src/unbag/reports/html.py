@@ -193,9 +193,10 @@ def headline(rows) -> list[str]:
                "over color, size and material.")
     spans = []
     for p in protocols:
-        vals = [avg[(m, p)] for m in models if (m, p) in avg]
+        on = [m for m in models if (m, p) in avg]
+        vals = [avg[(m, p)] for m in on]
         span = f"{100 * min(vals):.1f}" if len(vals) == 1 else f"{100 * min(vals):.1f}-{100 * max(vals):.1f}"
-        spans.append(f"{p} {span}")
+        spans.append(f"{p} {span}" + (f" ({', '.join(on)} only)" if len(on) < len(models) else ""))
     out.append(f"OOD average by protocol across {len(models)} model{'s' if len(models) > 1 else ''}: "
                + "; ".join(spans) + ".")
     if len(models) > 1 and "global" in protocols and (models[0], "global") in avg:
