@@ -29,11 +29,9 @@ from unbag.scoring.encode import pixels_of
 from unbag.sgi.protocol import SGIConfig, caption_segments
 from unbag.sgi.segments import from_grammar
 from unbag.training.objectives.clip import clip_loss
-from unbag.training.objectives.dense import dense_loss, late_interaction
+from unbag.training.objectives.dense import KINDS, dense_loss, late_interaction
 from unbag.world import stream
 from unbag.world.swap import CATEGORIES
-
-KINDS = ("object", "group")  # the phrases a patch can show; relation phrases span two objects
 
 
 @torch.inference_mode()

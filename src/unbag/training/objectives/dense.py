@@ -20,14 +20,14 @@ from ...sgi import segments as seg
 from .base import Objective
 from .clip import ClipObjective, clip_loss
 
-KINDS = ("object", "group")
+KINDS = ("object", "group")  # the phrases a patch can show; a relation phrase spans two objects
 
 
 def caption_phrases(captions: list[str]) -> tuple[list[str], torch.Tensor]:
     """The object and group phrases of each caption, flat, and the caption each belongs to [K]."""
     phrases, owner = [], []
     for c, text in enumerate(captions):
-        got = [s.text for s in seg.parse_rules(text) if s.kind in KINDS] or [text]
+        got = [s.text for s in seg.parse_rules(text) if s.kind in KINDS]
         phrases += got
         owner += [c] * len(got)
     return phrases, torch.tensor(owner, dtype=torch.long)
