@@ -9,7 +9,7 @@ from .errors import UnbagError
 
 TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
                "workers", "compile", "threads", "ckpt_every", "log_every", "device", "lock_image", "lock_text",
-               "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "text", "width", "layers",
+               "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "swap_weight", "text", "width", "layers",
                "early")
 
 
@@ -217,6 +217,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
     g.add_argument("--dense-weight", type=float, default=None,
                    help="clip-dense: weight of the phrase-patch late-interaction loss (1.0)")
+    g.add_argument("--swap-weight", type=float, default=None,
+                   help="clip-dense: weight of the phrase-swap hard-negative loss (1.0)")
     g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
                    "in-distribution validation score (global cosine, N SWAP items per category)")
     t.add_argument("--seed", type=int, default=None, help="(0)")

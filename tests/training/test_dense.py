@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from unbag.training.engine import TrainConfig, Trainer
-from unbag.training.objectives.dense import caption_phrases, dense_loss, late_interaction
+from unbag.training.objectives.dense import caption_phrases, dense_loss, late_interaction, phrase_swaps, swap_loss
 
 
 def test_caption_phrases_are_the_object_and_group_phrases():
@@ -31,11 +31,36 @@ def test_late_interaction_hand_computed():
     assert torch.isclose(loss, (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2)
 
 
+def test_phrase_swaps_replace_one_attribute_word_each():
+    swaps, owner = phrase_swaps(["a large red metal cube", "two cats", "three small spheres"],
+                                torch.Generator().manual_seed(0))
+    assert owner.tolist() == [0, 0, 0, 2]
+    assert swaps[0].split()[1] == "small" and swaps[0].split()[2:] == ["red", "metal", "cube"]
+    w = swaps[1].split()
+    assert w[2] not in ("red",) and w[:2] + w[3:] == ["a", "large", "metal", "cube"]
+    assert swaps[2] == "a large red rubber cube" and swaps[3] == "three large spheres"
+
+
+def test_swap_loss_hand_computed():
+    # two images (patches along x / y and along -x / y); phrase 0 (image 0) along x has two swaps
+    # (along y and along -x), phrase 1 (image 1) has none, phrase 2 (image 1) along -x has one (x)
+    patches = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[-1.0, 0.0], [0.0, 0.5]]])
+    phrases = torch.tensor([[2.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    owner = torch.tensor([0, 1, 1])
+    swaps = torch.tensor([[0.0, 1.0], [-1.0, 0.0], [1.0, 0.0]])
+    swap_owner = torch.tensor([0, 0, 2])
+    loss = swap_loss(phrases, owner, swaps, swap_owner, patches, torch.tensor(5.0))
+    # phrase 0 in image 0: best cosines 1 (itself), 1 (y swap), 0 (-x swap); phrase 2 in image 1: 1 vs 0
+    want = (F.cross_entropy(5 * torch.tensor([[1.0, 1.0, 0.0]]), torch.tensor([0]))
+            + F.cross_entropy(5 * torch.tensor([[1.0, 0.0]]), torch.tensor([0]))) / 2
+    assert torch.isclose(loss, want)
+
+
 def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
     cfg = TrainConfig.for_method("clip-dense", steps=12, batch_size=16, warmup=2, workers=0, ckpt_every=100,
-                                 log_every=1, dense_weight=2.0)
+                                 log_every=1, dense_weight=2.0, swap_weight=0.5)
     trainer = Trainer(cfg, tmp_path)
-    assert trainer.objective.dense_weight == 2.0
+    assert trainer.objective.dense_weight == 2.0 and trainer.objective.swap_weight == 0.5
     trainer.fit(progress=False)
     rows = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
-    assert all("dense" in r for r in rows) and rows[-1]["dense"] < rows[0]["dense"]
+    assert all("dense" in r and "swap" in r for r in rows) and rows[-1]["dense"] < rows[0]["dense"]

@@ -55,6 +55,7 @@ class TrainConfig:
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
     dense_weight: float = 1.0  # clip-dense: weight of the phrase-patch late-interaction loss
+    swap_weight: float = 1.0  # clip-dense: weight of its phrase-swap hard-negative loss
     select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
 
     @classmethod
@@ -130,6 +131,7 @@ class Trainer:
         self.objective = OBJECTIVES[cfg.method]()
         if hasattr(self.objective, "dense_weight"):
             self.objective.dense_weight = cfg.dense_weight
+            self.objective.swap_weight = cfg.swap_weight
         self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
         if self.objective.needs.teacher:
             if self.ema is None:

@@ -8,6 +8,12 @@ joint-space patch tokens. Phrases come from the rule-based segmenter (docs/sgi.m
 group phrases, "two small blue metal cubes", not relations) and are encoded on their own. FILIP scores caption tokens against patches; phrases encoded alone are
 unbag's choice, as in TFLocal. The dense loss uses the local batch only (no gathering across
 processes), unlike the CLIP term.
+
+`swap_weight` adds a phrase-level hard-negative term: each phrase, against copies of itself with
+one attribute word (size, color or material of the world's vocabulary) replaced by another value,
+is scored by its best patch cosine in its own image, and must win (cross-entropy). In-batch
+negatives rarely differ from a phrase in one attribute, so without it the patch tokens learn
+color but hardly size or material (docs/heads.md). This term is unbag's own.
 """
 from __future__ import annotations
 
@@ -17,10 +23,12 @@ import torch.nn.functional as F
 from ...dist import gather
 from ...models.base import Backend
 from ...sgi import segments as seg
+from ...world.scene import COLORS, MATERIALS, SIZES
 from .base import Objective
 from .clip import ClipObjective, clip_loss
 
 KINDS = ("object", "group")  # the phrases a patch can show; a relation phrase spans two objects
+VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the attribute words a phrase swap replaces
 
 
 def caption_phrases(captions: list[str]) -> tuple[list[str], torch.Tensor]:
@@ -42,6 +50,43 @@ def late_interaction(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.
     return total / count[:, None]
 
 
+def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None) -> tuple[list[str], torch.Tensor]:
+    """For each attribute word of each phrase, the phrase with that word replaced by another value
+    of the same attribute (drawn at random), flat, and the phrase each belongs to [M]."""
+    out, owner = [], []
+    for k, text in enumerate(phrases):
+        words = text.split()
+        for i, w in enumerate(words):
+            values = next((v for v in VALUES if w in v), None)
+            if values is None:
+                continue
+            others = [v for v in values if v != w]
+            pick = others[int(torch.randint(len(others), (1,), generator=generator))]
+            out.append(" ".join(words[:i] + [pick] + words[i + 1:]))
+            owner.append(k)
+    return out, torch.tensor(owner, dtype=torch.long)
+
+
+def swap_loss(phrases: torch.Tensor, owner: torch.Tensor, swaps: torch.Tensor, swap_owner: torch.Tensor,
+              patches: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of each phrase [K, D] (image of each: owner [K]) against its swaps [M, D]
+    (phrase of each, ascending: swap_owner [M]), all scored by their best cosine over the image's patches."""
+    phrases, swaps, patches = (F.normalize(x, dim=-1) for x in (phrases, swaps, patches))
+    pos = torch.einsum("kd,kpd->kp", phrases, patches[owner]).amax(-1)  # [K]
+    neg = torch.einsum("md,mpd->mp", swaps, patches[owner[swap_owner]]).amax(-1)  # [M]
+    # logits [K, 1 + most swaps of a phrase], padded with -inf
+    rank = torch.arange(len(swap_owner), device=neg.device) - torch.searchsorted(swap_owner, swap_owner)
+    width = 1 + (int(rank.max()) + 1 if len(rank) else 0)
+    logits = torch.full((len(pos), width), float("-inf"), dtype=pos.dtype, device=pos.device)
+    logits[:, 0] = pos
+    logits = logits.index_put((swap_owner, rank + 1), neg)
+    keep = torch.bincount(swap_owner, minlength=len(pos)) > 0  # phrases with no attribute word: no term
+    if not keep.any():
+        return pos.sum() * 0
+    target = torch.zeros(int(keep.sum()), dtype=torch.long, device=pos.device)
+    return F.cross_entropy(scale * logits[keep], target)
+
+
 def dense_loss(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """Symmetric InfoNCE over late-interaction scores of B captions x B images (pair i matches i)."""
     n = patches.shape[0]
@@ -51,11 +96,13 @@ def dense_loss(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.Tensor
 
 
 class DenseObjective(Objective):
-    """clip_loss + dense_weight * dense_loss, with the model's own logit scale for both."""
+    """clip_loss + dense_weight * dense_loss + swap_weight * swap_loss, with the model's own logit
+    scale for all three."""
 
     name = "clip-dense"
     defaults = dict(ClipObjective.defaults)  # pretraining from scratch, as `clip`
     dense_weight = 1.0  # set by the engine from TrainConfig.dense_weight
+    swap_weight = 1.0  # set by the engine from TrainConfig.swap_weight
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         f = backend.encode_images(batch["pixels"], tokens=True)
@@ -64,6 +111,16 @@ class DenseObjective(Objective):
         loss = clip_loss(gather(f.embeds), gather(text), scale)
         phrases, owner = caption_phrases(batch["captions"])
         ids = backend.tokenize(phrases).to(text.device)
-        dense = dense_loss(backend.encode_texts(ids).embeds, owner.to(text.device), f.patches, scale)
-        return loss + self.dense_weight * dense, {"logit_scale": float(scale.detach()),
-                                                  "dense": float(dense.detach())}
+        dev = text.device
+        emb = backend.encode_texts(ids).embeds
+        dense = dense_loss(emb, owner.to(dev), f.patches, scale)
+        loss = loss + self.dense_weight * dense
+        logs = {"logit_scale": float(scale.detach()), "dense": float(dense.detach())}
+        if self.swap_weight:
+            swaps, swap_owner = phrase_swaps(phrases)
+            if swaps:
+                neg = backend.encode_texts(backend.tokenize(swaps).to(dev)).embeds
+                swap = swap_loss(emb, owner.to(dev), neg, swap_owner.to(dev), f.patches, scale)
+                loss = loss + self.swap_weight * swap
+                logs["swap"] = float(swap.detach())
+        return loss, logs
