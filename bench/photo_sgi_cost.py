@@ -1,4 +1,4 @@
-"""SGI and a TFLocal head on photographs with a real-sized model: cost vs global scoring, one run.
+"""SGI and the TFLocal and TFLocal-LI heads on photographs with a real-sized model: cost vs global scoring, one run.
 
 The model is open_clip's ViT-B/32 with random weights (224 px; the cost of a real one, not its
 accuracy); the images are COCO-sized JPEGs (640 x 480) cut from the photographs that ship with
@@ -80,6 +80,7 @@ def main() -> None:
     from unbag import benchmarks, models
     from unbag.api import features, train
     from unbag.evaluation import evaluate
+    from unbag.heads.protocol import _FEATURES
     from unbag.sgi import protocol as proto
     from unbag.sgi.cache import default_cache
     from unbag.sgi.protocol import SGIConfig, encode_regions
@@ -111,8 +112,14 @@ def main() -> None:
                                                n=n_img, regions=False))
         t_train, head = timed(lambda: train("tflocal", backend, str(cache), Path(tmp) / "head", steps=50,
                                             batch_size=32, progress=False))
+        _FEATURES.clear()
         t, res = timed(lambda: evaluate(backend, bench, f"head:{head}", progress=False))
         runs["TFLocal head (patch tokens)"] = (t, res["metrics"]["all/acc"])
+        li = train("tflocal-li", backend, str(cache), Path(tmp) / "head-li", steps=50, batch_size=32, lr=3e-4,
+                   progress=False)
+        _FEATURES.clear()  # cold, as the first head of a plan
+        t, res = timed(lambda: evaluate(backend, bench, f"head:{li}", progress=False))
+        runs["TFLocal-LI head (patch tokens)"] = (t, res["metrics"]["all/acc"])
     g = runs["global"][0]
     print(f"{a.model}, {n_img} photos (640 x 480), {n_items} SugarCrepe-layout items, one run, cold caches")
     print(f"{'protocol':42s} {'seconds':>8s} {'x global':>9s} {'acc':>6s}")

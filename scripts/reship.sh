@@ -3,7 +3,7 @@
 # src/unbag/weights/{builtin/TRAINING.md,methods/README.md,heads/README.md}:
 #   1. the built-in model on the world's pretraining stream;
 #   2. the FT / NegCLIP / CLIC / DeGLA overlays on the fine-tuning stream;
-#   3. TFLocal, TFGlobal and TFRegions heads for every shipped model.
+#   3. TFLocal, TFGlobal, TFRegions and TFLocal-LI heads for every shipped model.
 # About 100 minutes on 2 CPU cores, one step after another (2026-12-01: the built-in model in 15
 # min from a step-2,000 checkpoint, then the rest in 62 min as two lanes of one thread each, A: FT
 # then heads for pretrained, FT, NegCLIP; B: NegCLIP, CLIC, DeGLA then their heads for CLIC and DeGLA).
@@ -18,7 +18,7 @@ W=src/unbag/weights
 mkdir -p "$R"
 
 if [ ! -f "$R/builtin/model/open_clip_config.json" ]; then
-  $U train --method clip --model open_clip:unbag-tiny --data world:pretraining --steps 5000 \
+  $U train --method clip-dense --model open_clip:unbag-tiny --data world:pretraining --steps 3000 \
       --batch-size 128 --lr 1e-3 --warmup 100 --seed 0 --out "$R/builtin" --quiet \
       $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
 fi
@@ -52,5 +52,6 @@ for m in pretrained ft negclip clic degla; do
   $U train --method tfregions --model "$spec" --data "$f" --steps 1000 --lr 3e-4 --out "$W/heads/tfregions/$m" --quiet
   $U train --method tflocal --model "$spec" --data "$f" --text phrases --layers 2 --steps 1500 --out "$W/heads/tflocal/$m" --quiet
   $U train --method tfglobal --model "$spec" --data "$f" --text phrases --steps 1000 --out "$W/heads/tfglobal/$m" --quiet
+  $U train --method tflocal-li --model "$spec" --data "$f" --text phrases --steps 1000 --lr 3e-4 --out "$W/heads/tflocal-li/$m" --quiet
 done
 echo "reshipped; now run: $U demo"

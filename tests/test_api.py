@@ -14,7 +14,8 @@ import unbag
 from unbag import UnbagError
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
-PROTOCOLS = ["global", "sgi", "sgi:paper", "head:builtin:tflocal", "head:builtin:tfglobal", "head:builtin:tfregions"]
+PROTOCOLS = ["global", "sgi", "sgi:paper", "head:builtin:tflocal", "head:builtin:tfglobal", "head:builtin:tfregions",
+             "head:builtin:tflocal-li"]
 
 
 @pytest.fixture(scope="module")

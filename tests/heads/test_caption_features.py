@@ -103,7 +103,7 @@ def test_the_hard_negative_is_one_more_text_candidate_in_the_loss(cache):
     assert torch.allclose(got, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["tflocal", "tfregions"])
+@pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tfregions"])
 def test_features_train_and_eval_on_photos_end_to_end(kind, cache, tiny, sugarcrepe_dir, tmp_path):
     from unbag.api import evaluate, train
     head = train(kind, str(tiny), str(cache), tmp_path / kind, steps=6, batch_size=8, progress=False)
