@@ -289,3 +289,10 @@ def test_tflocal_reads_patch_tokens_and_tfglobal_does_not():
             b = head(img_global=img, tokens=other, text=txt, mask=mask)
         assert (not torch.allclose(a, b)) == reads, kind
         assert ("img_patches" in image_fields(head.cfg)) == reads  # and the cache field is read only then
+
+
+def test_a_batch_larger_than_the_cache_is_refused_by_name(cache, tmp_path):
+    rows = FeatureCache(cache).rows
+    with pytest.raises(UnbagError, match=f"the cache has {rows} rows, fewer than a batch \\({rows + 1}\\)"):
+        train_head(cache, HeadTrainConfig(steps=2, batch_size=rows + 1), tmp_path / "h", progress=False)
+    assert not (tmp_path / "h").exists()  # nothing written

@@ -98,6 +98,9 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
         raise UnbagError(f"{cache_dir}: this cache has no early patches; rebuild it with `unbag features`")
     if cfg.head.kind == "tfregions" and "img_regions" not in fields:
         raise UnbagError(f"{cache_dir}: this cache has no region features; rebuild it with `unbag features`")
+    if cfg.steps and cache.rows < cfg.batch_size:
+        raise UnbagError(f"{cache_dir}: the cache has {cache.rows} rows, fewer than a batch ({cfg.batch_size}); "
+                         "give a smaller --batch-size or extract more rows")
     cfg.head.patches = (fields["img_regions"]["shape"][0] if cfg.head.kind == "tfregions"
                         else fields["img_patches"]["shape"][0] * (2 if cfg.head.early else 1))
     head = build(cfg.head)
