@@ -109,18 +109,18 @@ class DenseObjective(Objective):
         text = backend.encode_texts(batch["ids"]).embeds
         scale = backend.logit_scale
         loss = clip_loss(gather(f.embeds), gather(text), scale)
-        phrases, owner = caption_phrases(batch["captions"])
-        ids = backend.tokenize(phrases).to(text.device)
         dev = text.device
-        emb = backend.encode_texts(ids).embeds
-        dense = dense_loss(emb, owner.to(dev), f.patches, scale)
+        phrases, owner = caption_phrases(batch["captions"])
+        swaps, swap_owner = phrase_swaps(phrases) if self.swap_weight else ([], None)
+        # phrases and their swaps through the text tower in one pass
+        emb = backend.encode_texts(backend.tokenize(phrases + swaps).to(dev)).embeds
+        emb, neg = emb[:len(phrases)], emb[len(phrases):]
+        owner = owner.to(dev)
+        dense = dense_loss(emb, owner, f.patches, scale)
         loss = loss + self.dense_weight * dense
         logs = {"logit_scale": float(scale.detach()), "dense": float(dense.detach())}
-        if self.swap_weight:
-            swaps, swap_owner = phrase_swaps(phrases)
-            if swaps:
-                neg = backend.encode_texts(backend.tokenize(swaps).to(dev)).embeds
-                swap = swap_loss(emb, owner.to(dev), neg, swap_owner.to(dev), f.patches, scale)
-                loss = loss + self.swap_weight * swap
-                logs["swap"] = float(swap.detach())
+        if swaps:
+            swap = swap_loss(emb, owner, neg, swap_owner.to(dev), f.patches, scale)
+            loss = loss + self.swap_weight * swap
+            logs["swap"] = float(swap.detach())
         return loss, logs
