@@ -56,6 +56,17 @@ def test_swap_loss_hand_computed():
     assert torch.isclose(loss, want)
 
 
+def test_swap_loss_gradients_finite_when_phrases_have_unequal_swaps():
+    # phrase 0 has two swaps, phrase 1 one: its row is padded, and a padded -inf times the scale
+    # once gave the scale a NaN gradient (0 * inf)
+    scale = torch.tensor(5.0, requires_grad=True)
+    phrases = torch.tensor([[1.0, 0.0], [0.0, 1.0]], requires_grad=True)
+    patches = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    swaps = torch.tensor([[0.6, 0.8], [0.8, 0.6], [0.8, 0.6]])
+    swap_loss(phrases, torch.tensor([0, 0]), swaps, torch.tensor([0, 0, 1]), patches, scale).backward()
+    assert torch.isfinite(scale.grad) and scale.grad != 0 and torch.isfinite(phrases.grad).all()
+
+
 def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
     cfg = TrainConfig.for_method("clip-dense", steps=12, batch_size=16, warmup=2, workers=0, ckpt_every=100,
                                  log_every=1, dense_weight=2.0, swap_weight=0.5)

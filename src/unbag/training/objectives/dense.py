@@ -77,14 +77,15 @@ def swap_loss(phrases: torch.Tensor, owner: torch.Tensor, swaps: torch.Tensor, s
     # logits [K, 1 + most swaps of a phrase], padded with -inf
     rank = torch.arange(len(swap_owner), device=neg.device) - torch.searchsorted(swap_owner, swap_owner)
     width = 1 + (int(rank.max()) + 1 if len(rank) else 0)
+    # scaled before padding: scale * -inf would give the scale a NaN gradient (0 * inf)
     logits = torch.full((len(pos), width), float("-inf"), dtype=pos.dtype, device=pos.device)
-    logits[:, 0] = pos
-    logits = logits.index_put((swap_owner, rank + 1), neg)
+    logits[:, 0] = scale * pos
+    logits = logits.index_put((swap_owner, rank + 1), scale * neg)
     keep = torch.bincount(swap_owner, minlength=len(pos)) > 0  # phrases with no attribute word: no term
     if not keep.any():
         return pos.sum() * 0
     target = torch.zeros(int(keep.sum()), dtype=torch.long, device=pos.device)
-    return F.cross_entropy(scale * logits[keep], target)
+    return F.cross_entropy(logits[keep], target)
 
 
 def dense_loss(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
