@@ -11,8 +11,17 @@ control: the same continued training with the CLIP loss alone. The dense term is
 scores ID / OOD of late interaction and of global cosine; nothing is shipped (`--out` saves the
 trained model). `--steps 0` scores a model as it is (e.g. a `clip-dense` run's).
 
+`--why` also prints what the patch tokens know of each attribute: on ctrl's color / size / material
+items, how often an object's own phrase beats the same phrase with one attribute changed (its size,
+its material, or its shape made the other object's), by best cosine over the object's own patches
+(the patches whose centre lies in its box) and over all patches. A SWAP item's two objects differ
+only in shape and the swapped value, so the phrase the wrong caption gives an object is matched, at
+best, by the other object: its shape is wrong. Late interaction can only bind as well as the
+patches tell shapes apart (docs/heads.md, TFLocal-LI).
+
     .venv/bin/python bench/dense_alignment_probe.py --steps 600 --dense 1.0 --lr 1e-4
     .venv/bin/python bench/dense_alignment_probe.py --model runs/clip-dense/model --steps 0 --per-category 400
+    .venv/bin/python bench/dense_alignment_probe.py --steps 0 --per-category 400 --why
 """
 from __future__ import annotations
 
@@ -31,6 +40,10 @@ from unbag.sgi.segments import from_grammar
 from unbag.training.objectives.clip import clip_loss
 from unbag.training.objectives.dense import KINDS, dense_loss, late_interaction
 from unbag.world import stream
+from unbag.world.captions import phrase
+from unbag.world.io import generate
+from unbag.world.render import render
+from unbag.world.scene import MATERIALS, SIZES
 from unbag.world.swap import CATEGORIES
 
 
@@ -58,6 +71,49 @@ def ctrl_scores(backend, bench) -> dict[str, dict]:
     return out
 
 
+CHANGES = ("size", "material", "shape")
+
+
+@torch.inference_mode()
+def attribute_discrimination(backend, seed: int, per_category: int) -> dict:
+    """% of (object, image) cases of ctrl's attribute items where the object's phrase beats each
+    one-attribute change of it: {(category, split): {change: (own patches %, all patches %)}}."""
+    items = [it for it in generate(seed, per_category) if it.category in CATEGORIES[:3]]
+    px = backend.image_size[0]
+    images = [render(sc, px) for it in items for sc in it.scenes]
+    patches = F.normalize(backend.encode_images(backend.normalize_pixels(torch.from_numpy(np.stack(images))),
+                                                tokens=True).patches, dim=-1)
+    grid = int(round(patches.shape[1] ** 0.5))
+    centres = (torch.arange(grid) + 0.5) * px / grid
+    cases = []  # (key, image row, own patch mask, true phrase, changed phrases)
+    for k, it in enumerate(items):
+        for im, sc in enumerate(it.scenes):
+            for o, other in ((sc.objects[0], sc.objects[1]), (sc.objects[1], sc.objects[0])):
+                x0, y0, x1, y1 = o.box(px)
+                own = (((centres >= y0) & (centres < y1))[:, None] & ((centres >= x0) & (centres < x1))[None]).flatten()
+                changed = [o.with_(size=next(v for v in SIZES if v != o.size)),
+                           o.with_(material=next(v for v in MATERIALS if v != o.material)), o.with_(shape=other.shape)]
+                cases.append(((it.category, it.split), 2 * k + im, own, phrase(o), [phrase(c) for c in changed]))
+    texts = sorted({t for c in cases for t in [c[3], *c[4]]})
+    row = {t: i for i, t in enumerate(texts)}
+    emb = F.normalize(backend.encode_texts(backend.tokenize(texts)).embeds, dim=-1)
+    out: dict = {}
+    for key, img, own, true, changed in cases:
+        if not own.any():
+            continue
+        cos = emb[[row[true]] + [row[c] for c in changed]] @ patches[img].T  # [1 + changes, P]
+        best_own, best_all = cos[:, own].amax(-1), cos.amax(-1)
+        out.setdefault(key, []).append(torch.cat([best_own[1:] < best_own[0], best_all[1:] < best_all[0]]).float())
+    return {key: {ch: (100 * float(torch.stack(v)[:, j].mean()), 100 * float(torch.stack(v)[:, 3 + j].mean()))
+                  for j, ch in enumerate(CHANGES)} for key, v in sorted(out.items())}
+
+
+def show_discrimination(table: dict) -> None:
+    print("the object's phrase beats it with one attribute changed: % over own patches / all patches")
+    for (cat, split), row in table.items():
+        print(f"  {cat:8s} {split:3s} | " + " | ".join(f"{ch} {a:.1f} / {b:.1f}" for ch, (a, b) in row.items()))
+
+
 def show(title: str, scores: dict) -> None:
     print(f"{title}: group % ID / OOD")
     for name, row in scores.items():
@@ -74,11 +130,14 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--per-category", type=int, default=100)
     p.add_argument("--out", default=None, help="save the trained model here")
+    p.add_argument("--why", action="store_true", help="also print what the patch tokens know of each attribute")
     a = p.parse_args()
     torch.manual_seed(0)
     backend = models.load(a.model)
     bench = generated(seed=0, per_category=a.per_category)
     show("before", ctrl_scores(backend, bench))
+    if a.why:
+        show_discrimination(attribute_discrimination(backend, 0, a.per_category))
     if not a.steps:
         return
     model = backend.model.train()
@@ -105,6 +164,8 @@ def main() -> None:
             print(f"step {step} loss {float(loss.detach()):.3f} ({time.time() - t0:.0f} s)", flush=True)
     model.eval()
     show(f"after {a.steps} steps, dense weight {a.dense}, lr {a.lr}", ctrl_scores(backend, bench))
+    if a.why:
+        show_discrimination(attribute_discrimination(backend, 0, a.per_category))
     if a.out:
         print("saved", backend.save(a.out))
 
