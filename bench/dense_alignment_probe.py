@@ -42,18 +42,23 @@ from unbag.training.objectives.dense import KINDS, dense_loss, late_interaction
 from unbag.world import stream
 from unbag.world.captions import phrase
 from unbag.world.io import generate
-from unbag.world.render import render
 from unbag.world.scene import MATERIALS, SIZES
 from unbag.world.swap import CATEGORIES
 
 
 @torch.inference_mode()
-def ctrl_scores(backend, bench) -> dict[str, dict]:
-    """Group % ID / OOD per category of late interaction and of global cosine on ctrl."""
-    refs, wheres, texts = bench.flat()
-    segs = caption_segments(bench, SGIConfig())
+def encode_ctrl(backend, bench) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unit patch tokens [2 * items, P, D] and global embeddings [2 * items, D] of ctrl's images."""
+    refs, wheres, _ = bench.flat()
     f = backend.encode_images(pixels_of(backend, refs, wheres, bench.image_size), tokens=True)
-    patches, img = F.normalize(f.patches, dim=-1), F.normalize(f.embeds, dim=-1)
+    return F.normalize(f.patches, dim=-1), F.normalize(f.embeds, dim=-1)
+
+
+@torch.inference_mode()
+def ctrl_scores(backend, bench, patches: torch.Tensor, img: torch.Tensor) -> dict[str, dict]:
+    """Group % ID / OOD per category of late interaction and of global cosine on ctrl."""
+    _, _, texts = bench.flat()
+    segs = caption_segments(bench, SGIConfig())
     kept = [[s.text for s in ss if s.kind in KINDS] for ss in segs]
     owner = torch.tensor([c for c, ps in enumerate(kept) for _ in ps])
     phr = F.normalize(backend.encode_texts(backend.tokenize([p for ps in kept for p in ps])).embeds, dim=-1)
@@ -75,18 +80,17 @@ CHANGES = ("size", "material", "shape")
 
 
 @torch.inference_mode()
-def attribute_discrimination(backend, seed: int, per_category: int) -> dict:
+def attribute_discrimination(backend, patches: torch.Tensor, seed: int, per_category: int, px: int) -> dict:
     """% of (object, image) cases of ctrl's attribute items where the object's phrase beats each
-    one-attribute change of it: {(category, split): {change: (own patches %, all patches %)}}."""
-    items = [it for it in generate(seed, per_category) if it.category in CATEGORIES[:3]]
-    px = backend.image_size[0]
-    images = [render(sc, px) for it in items for sc in it.scenes]
-    patches = F.normalize(backend.encode_images(backend.normalize_pixels(torch.from_numpy(np.stack(images))),
-                                                tokens=True).patches, dim=-1)
+    one-attribute change of it: {(category, split): {change: (own patches %, all patches %)}}.
+    `patches`: ctrl's unit patch tokens (encode_ctrl), whose items are generate(seed, per_category)'s."""
+    items = list(generate(seed, per_category))
     grid = int(round(patches.shape[1] ** 0.5))
     centres = (torch.arange(grid) + 0.5) * px / grid
     cases = []  # (key, image row, own patch mask, true phrase, changed phrases)
     for k, it in enumerate(items):
+        if it.category not in CATEGORIES[:3]:
+            continue
         for im, sc in enumerate(it.scenes):
             for o, other in ((sc.objects[0], sc.objects[1]), (sc.objects[1], sc.objects[0])):
                 x0, y0, x1, y1 = o.box(px)
@@ -135,9 +139,13 @@ def main() -> None:
     torch.manual_seed(0)
     backend = models.load(a.model)
     bench = generated(seed=0, per_category=a.per_category)
-    show("before", ctrl_scores(backend, bench))
-    if a.why:
-        show_discrimination(attribute_discrimination(backend, 0, a.per_category))
+    def report(title: str) -> None:
+        patches, img = encode_ctrl(backend, bench)
+        show(title, ctrl_scores(backend, bench, patches, img))
+        if a.why:
+            show_discrimination(attribute_discrimination(backend, patches, 0, a.per_category, bench.image_size))
+
+    report("before")
     if not a.steps:
         return
     model = backend.model.train()
@@ -163,9 +171,7 @@ def main() -> None:
         if step % 100 == 0 or step == a.steps - 1:
             print(f"step {step} loss {float(loss.detach()):.3f} ({time.time() - t0:.0f} s)", flush=True)
     model.eval()
-    show(f"after {a.steps} steps, dense weight {a.dense}, lr {a.lr}", ctrl_scores(backend, bench))
-    if a.why:
-        show_discrimination(attribute_discrimination(backend, 0, a.per_category))
+    report(f"after {a.steps} steps, dense weight {a.dense}, lr {a.lr}")
     if a.out:
         print("saved", backend.save(a.out))
 
