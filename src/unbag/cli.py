@@ -9,7 +9,7 @@ from .errors import UnbagError
 
 TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
                "workers", "compile", "threads", "ckpt_every", "log_every", "device", "lock_image", "lock_text",
-               "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "swap_weight", "text", "width", "layers",
+               "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "swap_weight", "shape_swaps", "text", "width", "layers",
                "early")
 
 
@@ -219,6 +219,8 @@ def parser() -> argparse.ArgumentParser:
                    help="clip-dense: weight of the phrase-patch late-interaction loss (1.0)")
     g.add_argument("--swap-weight", type=float, default=None,
                    help="clip-dense: weight of the phrase-swap hard-negative loss (1.0)")
+    g.add_argument("--shape-swaps", action="store_true", default=None,
+                   help="clip-dense: the phrase swaps replace shape nouns too, with the caption's other shapes")
     g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
                    "in-distribution validation score (global cosine, N SWAP items per category)")
     t.add_argument("--seed", type=int, default=None, help="(0)")

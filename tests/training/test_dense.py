@@ -5,7 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from unbag.training.engine import TrainConfig, Trainer
-from unbag.training.objectives.dense import caption_phrases, dense_loss, late_interaction, phrase_swaps, swap_loss
+from unbag.training.objectives.dense import (all_swaps, caption_phrases, dense_loss, late_interaction, phrase_swaps,
+                                             shape_swaps, swap_loss)
 
 
 def test_caption_phrases_are_the_object_and_group_phrases():
@@ -41,6 +42,23 @@ def test_phrase_swaps_replace_one_attribute_word_each():
     assert swaps[2] == "a large red rubber cube" and swaps[3] == "three large spheres"
 
 
+def test_shape_swaps_use_the_other_shapes_of_the_caption_in_the_nouns_number():
+    phrases = ["a small red cube", "two large red spheres", "a star", "a cat", "one blue cone"]
+    swaps, owner = shape_swaps(phrases, torch.tensor([0, 0, 0, 1, 1]))
+    assert swaps == ["a small red sphere", "a small red star", "two large red cubes", "two large red stars",
+                     "a cube", "a sphere"]  # "a cat" has no shape noun; caption 1 names one shape only
+    assert owner.tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_all_swaps_groups_attribute_and_shape_swaps_by_phrase():
+    phrases = ["a large red cube", "a small blue sphere"]
+    swaps, owner = all_swaps(phrases, torch.tensor([0, 0]), shapes=True, generator=torch.Generator().manual_seed(0))
+    assert owner.tolist() == [0, 0, 0, 1, 1, 1]  # ascending, as swap_loss wants
+    assert swaps[2] == "a large red sphere" and swaps[5] == "a small blue cube"
+    plain, plain_owner = phrase_swaps(phrases, torch.Generator().manual_seed(0))
+    assert swaps[:2] + swaps[3:5] == plain and all_swaps(phrases, torch.tensor([0, 0]))[1].tolist() == [0, 0, 1, 1]
+
+
 def test_swap_loss_hand_computed():
     # two images (patches along x / y and along -x / y); phrase 0 (image 0) along x has two swaps
     # (along y and along -x), phrase 1 (image 1) has none, phrase 2 (image 1) along -x has one (x)
@@ -72,6 +90,17 @@ def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
                                  log_every=1, dense_weight=2.0, swap_weight=0.5)
     trainer = Trainer(cfg, tmp_path)
     assert trainer.objective.dense_weight == 2.0 and trainer.objective.swap_weight == 0.5
+    assert not trainer.objective.shape_swaps
     trainer.fit(progress=False)
     rows = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert all("dense" in r and "swap" in r for r in rows) and rows[-1]["dense"] < rows[0]["dense"]
+
+
+def test_clip_dense_with_shape_swaps_on_the_sibling_stream(tmp_path):
+    cfg = TrainConfig.for_method("clip-dense", data="world:pretraining-siblings", steps=3, batch_size=16, warmup=1,
+                                 workers=0, ckpt_every=100, log_every=1, shape_swaps=True)
+    trainer = Trainer(cfg, tmp_path)
+    assert trainer.objective.shape_swaps
+    trainer.fit(progress=False)
+    rows = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(math.isfinite(r["swap"]) and math.isfinite(r["loss"]) for r in rows)

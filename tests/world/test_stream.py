@@ -122,3 +122,36 @@ def test_unknown_distribution_is_a_clear_error():
     assert source_kind("world:pretraining") == "world"
     with pytest.raises(UnbagError, match="world:pretraining"):
         source_kind("world:web")
+
+
+def _siblings(objs, same_color: bool = False) -> bool:
+    """Two objects that differ in shape and exactly one of size, color, material (not color)."""
+    attrs = ("size", "color", "material")
+    return any(a.shape != b.shape and sum(getattr(a, x) != getattr(b, x) for x in attrs) == 1
+               and (a.color == b.color or not same_color) for i, a in enumerate(objs) for b in objs[i + 1:])
+
+
+def test_sibling_pretraining_holds_siblings_in_half_its_scenes_and_keeps_the_others():
+    n, replaced = 300, 0
+    for k in range(n):
+        s = stream.sample(3, k, px=16, dist="pretraining-siblings")
+        plain = stream.sample(3, k, px=16, dist="pretraining")
+        if s.scene.objects != plain.scene.objects:
+            replaced += 1
+            assert _siblings(s.scene.objects) and 2 <= len(s.scene.objects) <= 4
+        else:
+            assert s.caption == plain.caption
+    assert 0.4 * n < replaced < 0.6 * n
+    # what the plain stream rarely shows: a neighbour of the same colour that differs in shape and
+    # size or material only (2 siblings in 3 share their colour)
+    same = [sum(_siblings(stream.sample(3, k, px=16, dist=d).scene.objects, same_color=True) for k in range(n))
+            for d in ("pretraining", "pretraining-siblings")]
+    assert same[0] < 0.15 * n and same[1] > same[0] + 0.2 * n  # measured on 3,000 scenes: 8% and 40%
+
+
+def test_sibling_scenes_without_held_out_combinations_when_asked():
+    import numpy as np
+
+    for k in range(200):
+        scene = stream.sibling_scene(np.random.default_rng(k), held_out=False)
+        assert not scene.held_out() and _siblings(scene.objects)

@@ -56,6 +56,7 @@ class TrainConfig:
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
     dense_weight: float = 1.0  # clip-dense: weight of the phrase-patch late-interaction loss
     swap_weight: float = 1.0  # clip-dense: weight of its phrase-swap hard-negative loss
+    shape_swaps: bool = False  # clip-dense: its phrase swaps replace shape nouns too (the caption's other shapes)
     select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
 
     @classmethod
@@ -132,6 +133,7 @@ class Trainer:
         if hasattr(self.objective, "dense_weight"):
             self.objective.dense_weight = cfg.dense_weight
             self.objective.swap_weight = cfg.swap_weight
+            self.objective.shape_swaps = cfg.shape_swaps
         self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
         if self.objective.needs.teacher:
             if self.ema is None:

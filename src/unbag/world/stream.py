@@ -3,7 +3,9 @@
 - `pretraining` (the stand-in for web data): every attribute-object combination may be rendered
   and named. The built-in model learns from it. (`pretraining-web` also varies the captions the
   way web captions vary: some name only some attributes, more templates. Measured at 2,000 steps
-  of the built-in recipe, it taught the model less: docs/sgi.md.)
+  of the built-in recipe, it taught the model less: docs/sgi.md. `pretraining-siblings` makes half
+  of its scenes hold two "siblings", objects alike in all but shape and one more attribute, as
+  CLEVR scenes often do; measured as continued pretraining in docs/heads.md.)
 - `finetuning` (the stand-in for COCO): held-out combinations are never rendered or named; every
   method and every head trains on it, so ctrl's OOD split is out of *their* distribution.
 
@@ -22,6 +24,7 @@ import numpy as np
 from . import captions as cap
 from .render import render
 from .scene import ATTRIBUTES, SHAPES, Obj, Scene, _fits, place, random_attrs
+from .swap import VALUES
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class Distribution:
     held_out: bool  # whether held-out combinations may be rendered and named
     partial: float = 0.0  # share of captions that name only some attributes (web-like)
     templates: tuple[str, ...] = cap.TEMPLATES
+    siblings: float = 0.0  # share of scenes built around two siblings (sibling_scene)
 
 
 DISTRIBUTIONS = {
@@ -38,6 +42,8 @@ DISTRIBUTIONS = {
     # the same scenes with web-like captions: the measured alternative (docs/sgi.md)
     "pretraining-web": Distribution("pretraining-web", held_out=True, partial=0.3,
                                     templates=cap.TEMPLATES + cap.WEB_TEMPLATES),
+    # the same scenes, half of them replaced by scenes around two siblings (docs/heads.md)
+    "pretraining-siblings": Distribution("pretraining-siblings", held_out=True, siblings=0.5),
     "finetuning": Distribution("finetuning", held_out=False),
 }
 DEFAULT = "finetuning"
@@ -91,11 +97,33 @@ def training_scene(rng: np.random.Generator, held_out: bool = False) -> Scene:
             return Scene(placed, int(rng.integers(2**31)))
 
 
+def sibling_scene(rng: np.random.Generator, held_out: bool = False) -> Scene:
+    """Two siblings (objects that share every attribute but their shape and one more, as a SWAP
+    item's two objects do) and zero to two random objects, in random order. Where patch tokens
+    must tell an object's shape from a same-looking neighbour's, most random scenes never ask it."""
+    while True:
+        a_shape, b_shape = rng.choice(SHAPES, size=2, replace=False)
+        attr = str(rng.choice(ATTRIBUTES))
+        a = random_attrs(rng, allow_held_out=True, shape=str(a_shape))
+        b = a.with_(shape=str(b_shape), **{attr: str(rng.choice([v for v in VALUES[attr] if v != getattr(a, attr)]))})
+        objs = [a, b] + [random_attrs(rng, allow_held_out=held_out) for _ in range(int(rng.integers(0, 3)))]
+        objs = [objs[i] for i in rng.permutation(len(objs))]
+        if not held_out and any(o.held_out() for o in objs):
+            continue
+        placed = place(rng, objs)
+        if placed is not None:
+            return Scene(placed, int(rng.integers(2**31)))
+
+
 def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = DEFAULT) -> Sample:
     """Training sample `index` of the stream with this seed, from distribution `dist`."""
     d = distribution(dist)
     rng = np.random.default_rng([seed, 7, index])  # 7: keeps the stream apart from test items
-    scene = training_scene(rng, d.held_out)
+    sib = np.random.default_rng([seed, 13, index])  # its own generator: the other samples stay the plain stream's
+    if d.siblings and sib.random() < d.siblings:
+        rng, scene = sib, sibling_scene(sib, d.held_out)
+    else:
+        scene = training_scene(rng, d.held_out)
     form = cap.choose_form(scene.objects, rng, d.templates)
     if d.partial:  # its own generator: the scene and form draws stay those of the plain stream
         form = cap.partial_form(form, np.random.default_rng([seed, 11, index]), d.partial)

@@ -13,7 +13,10 @@ processes), unlike the CLIP term.
 one attribute word (size, color or material of the world's vocabulary) replaced by another value,
 is scored by its best patch cosine in its own image, and must win (cross-entropy). In-batch
 negatives rarely differ from a phrase in one attribute, so without it the patch tokens learn
-color but hardly size or material (docs/heads.md). This term is unbag's own.
+color but hardly size or material (docs/heads.md). With `shape_swaps`, each phrase is also scored
+against itself with its shape noun replaced by each other shape its caption names: the wrong
+shape a binding swap gives a phrase is a neighbour's (docs/heads.md, what limits TFLocal-LI).
+Both terms are unbag's own.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import torch.nn.functional as F
 from ...dist import gather
 from ...models.base import Backend
 from ...sgi import segments as seg
+from ...world.captions import PLURAL
 from ...world.scene import COLORS, MATERIALS, SIZES
 from .base import Objective
 from .clip import ClipObjective, clip_loss
@@ -67,6 +71,39 @@ def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None) -
     return out, torch.tensor(owner, dtype=torch.long)
 
 
+NOUNS = {**{s: s for s in PLURAL}, **{p: s for s, p in PLURAL.items()}}  # shape noun -> shape
+
+
+def shape_swaps(phrases: list[str], owner: torch.Tensor) -> tuple[list[str], torch.Tensor]:
+    """For each phrase ending in a shape noun, the phrase with that noun replaced by each other
+    shape named in its caption (owner [K]: the caption of each phrase), in the noun's number,
+    flat, and the phrase each belongs to [M]."""
+    shapes: dict[int, set[str]] = {}
+    for text, c in zip(phrases, owner.tolist()):
+        if (noun := NOUNS.get(text.split()[-1])) is not None:
+            shapes.setdefault(c, set()).add(noun)
+    out, of = [], []
+    for k, (text, c) in enumerate(zip(phrases, owner.tolist())):
+        *head, last = text.split()
+        if (noun := NOUNS.get(last)) is None:
+            continue
+        for other in sorted(shapes[c] - {noun}):
+            out.append(" ".join(head + [other if last == noun else PLURAL[other]]))
+            of.append(k)
+    return out, torch.tensor(of, dtype=torch.long)
+
+
+def all_swaps(phrases: list[str], owner: torch.Tensor, shapes: bool = False,
+              generator: torch.Generator | None = None) -> tuple[list[str], torch.Tensor]:
+    """phrase_swaps and, with `shapes`, shape_swaps, grouped by phrase as swap_loss wants them [M]."""
+    swaps, of = phrase_swaps(phrases, generator)
+    if not shapes:
+        return swaps, of
+    more, more_of = shape_swaps(phrases, owner)
+    order = torch.argsort(torch.cat([of, more_of]), stable=True).tolist()
+    return [(swaps + more)[i] for i in order], torch.cat([of, more_of])[order]
+
+
 def swap_loss(phrases: torch.Tensor, owner: torch.Tensor, swaps: torch.Tensor, swap_owner: torch.Tensor,
               patches: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """Cross-entropy of each phrase [K, D] (image of each: owner [K]) against its swaps [M, D]
@@ -97,13 +134,14 @@ def dense_loss(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.Tensor
 
 
 class DenseObjective(Objective):
-    """clip_loss + dense_weight * dense_loss + swap_weight * swap_loss, with the model's own logit
-    scale for all three."""
+    """clip_loss + dense_weight * dense_loss + swap_weight * swap_loss (attribute swaps, and shape
+    swaps with shape_swaps), with the model's own logit scale for all three."""
 
     name = "clip-dense"
     defaults = dict(ClipObjective.defaults)  # pretraining from scratch, as `clip`
     dense_weight = 1.0  # set by the engine from TrainConfig.dense_weight
     swap_weight = 1.0  # set by the engine from TrainConfig.swap_weight
+    shape_swaps = False  # set by the engine from TrainConfig.shape_swaps
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         f = backend.encode_images(batch["pixels"], tokens=True)
@@ -112,7 +150,7 @@ class DenseObjective(Objective):
         loss = clip_loss(gather(f.embeds), gather(text), scale)
         dev = text.device
         phrases, owner = caption_phrases(batch["captions"])
-        swaps, swap_owner = phrase_swaps(phrases) if self.swap_weight else ([], None)
+        swaps, swap_owner = all_swaps(phrases, owner, self.shape_swaps) if self.swap_weight else ([], None)
         # phrases and their swaps through the text tower in one pass
         emb = backend.encode_texts(backend.tokenize(phrases + swaps).to(dev)).embeds
         emb, neg = emb[:len(phrases)], emb[len(phrases):]
