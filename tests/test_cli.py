@@ -43,6 +43,16 @@ def test_train_cli(tmp_path, capsys):
     assert code == 0 and (tmp_path / "t" / "model" / "open_clip_config.json").is_file()
 
 
+def test_train_cli_passes_zero_values_on(monkeypatch, tmp_path):
+    import unbag.api
+
+    got = {}
+    monkeypatch.setattr(unbag.api, "train", lambda *a, **kw: got.update(kw) or tmp_path)
+    main(["train", "--warmup", "0", "--weight-decay", "0", "--layers", "0", "--out", str(tmp_path / "t")])
+    assert got["warmup"] == 0 and got["weight_decay"] == 0.0 and got["layers"] == 0
+    assert "compile" not in got and "ema" not in got  # flags not given keep the method's defaults
+
+
 # -- bad input: a clear message naming file/line/field, exit code 2, nothing written --------
 
 def _corrupt(tiny_bench, tmp_path, edit):

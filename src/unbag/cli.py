@@ -19,7 +19,8 @@ def _train(a: argparse.Namespace) -> None:
 
     if a.method in HEADS and a.resume:
         raise UnbagError("heads train in one go from their feature cache; --resume applies to the trainer's methods")
-    hp = {k: getattr(a, k) for k in TRAIN_FLAGS if getattr(a, k) not in (None, False)}
+    # `is not`: a zero (--warmup 0, --layers 0) is a value, though 0 == False
+    hp = {k: v for k in TRAIN_FLAGS if (v := getattr(a, k)) is not None and v is not False}
     if a.no_hard_negatives:
         if a.method not in HEADS:
             raise UnbagError("--no-hard-negatives is for the heads; the trainer's methods choose their own negatives")

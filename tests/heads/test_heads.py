@@ -241,9 +241,11 @@ def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(built
     assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.95
 
 
-def test_late_interaction_correction_can_change_the_ranking():
+@pytest.mark.parametrize("layers", [1, 0])  # 0: no context layer
+def test_late_interaction_correction_can_change_the_ranking(layers):
     torch.manual_seed(0)
-    head = TFLocalLI(HeadConfig(kind="tflocal-li", dim=8, width=8, heads=2, patches=4)).eval()
+    head = TFLocalLI(HeadConfig(kind="tflocal-li", dim=8, width=8, heads=2, patches=4, layers=layers)).eval()
+    assert (head.context is None) == (layers == 0)
     p = F_normalize(torch.randn(2, 4, 8))
     t, m = F_normalize(torch.randn(2, 3, 8)), torch.ones(2, 3, dtype=torch.bool)
     assert torch.allclose(head(None, p, t, m), 50.0 * head.start(p, t, m), atol=1e-5)
@@ -296,3 +298,11 @@ def test_a_batch_larger_than_the_cache_is_refused_by_name(cache, tmp_path):
     with pytest.raises(UnbagError, match=f"the cache has {rows} rows, fewer than a batch \\({rows + 1}\\)"):
         train_head(cache, HeadTrainConfig(steps=2, batch_size=rows + 1), tmp_path / "h", progress=False)
     assert not (tmp_path / "h").exists()  # nothing written
+
+
+def test_heads_refuse_too_few_layers(tmp_path):
+    from unbag.api import train
+    from unbag.errors import UnbagError
+
+    with pytest.raises(UnbagError, match="--layers 0: head tfglobal needs at least 1 layer"):
+        train("tfglobal", None, str(tmp_path), tmp_path / "h", layers=0)

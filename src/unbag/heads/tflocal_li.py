@@ -10,7 +10,8 @@ frozen patch tokens, averaged over the text vectors — late interaction as in F
 every (text vector, patch) cosine; U's last layer starts at zero, so an untrained head ranks
 exactly as its late-interaction start and training can only move it from there (the principle
 that makes TFRegions keep SGI's out-of-distribution ability, without needing a region source).
-A learned temperature sharpens the match loss, as in TFRegions.
+A learned temperature sharpens the match loss, as in TFRegions. `layers` 0 leaves out the
+context layer: the correction then reads each patch and its position alone.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ class TFLocalLI(nn.Module):
         d, w = cfg.dim, cfg.width
         self.pos = nn.Parameter(torch.zeros(1, cfg.patches, d))
         layer = nn.TransformerEncoderLayer(d, cfg.heads, 2 * d, dropout=0.0, batch_first=True, norm_first=True)
-        self.context = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        # layers 0: no context, the correction reads each patch with its position only
+        self.context = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False) if cfg.layers else None
         self.img_proj = nn.Sequential(nn.Linear(2 * d, 2 * w), nn.GELU(), nn.Linear(2 * w, w))
         self.txt_proj = nn.Sequential(nn.Linear(d, 2 * w), nn.GELU(), nn.Linear(2 * w, w))
         nn.init.zeros_(self.img_proj[-1].weight)
@@ -44,7 +46,7 @@ class TFLocalLI(nn.Module):
                 tok_size=None, want=None) -> torch.Tensor:
         """Scores [N] of N (image, text) pairs: unit patch tokens [N, P, D], unit text vectors
         [N, T, D] with mask [N, T] (`img_global`, `tok_size` and `want` are not used)."""
-        ctx = self.context(tokens + self.pos)
+        ctx = tokens + self.pos if self.context is None else self.context(tokens + self.pos)
         u = self.img_proj(torch.cat([tokens, ctx], -1))  # [N, P, w]
         v = self.txt_proj(text)  # [N, T, w]
         sim = torch.einsum("nkd,npd->nkp", text, tokens) + torch.einsum("nkw,npw->nkp", v, u)
