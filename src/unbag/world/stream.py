@@ -99,8 +99,8 @@ def training_scene(rng: np.random.Generator, held_out: bool = False) -> Scene:
 
 def sibling_scene(rng: np.random.Generator, held_out: bool = False) -> Scene:
     """Two siblings (objects that share every attribute but their shape and one more, as a SWAP
-    item's two objects do) and zero to two random objects, in random order. Where patch tokens
-    must tell an object's shape from a same-looking neighbour's, most random scenes never ask it."""
+    item's two objects do) and zero to two random objects, in random order: a scene that asks for
+    an object's shape next to a same-looking neighbour, which few random scenes do."""
     while True:
         a_shape, b_shape = rng.choice(SHAPES, size=2, replace=False)
         attr = str(rng.choice(ATTRIBUTES))
