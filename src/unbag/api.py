@@ -200,9 +200,9 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
     if unknown:
         raise UnbagError(f"unknown options for head {method}: {', '.join(unknown)}; heads take "
                          f"{', '.join(sorted(arch | run))}")
-    if hp.get("layers", 1) < (0 if method == "tflocal-li" else 1):
-        raise UnbagError(f"--layers {hp['layers']}: head {method} needs at least "
-                         f"{0 if method == 'tflocal-li' else 1} layer(s)")
+    least = 0 if method == "tflocal-li" else 1  # tflocal-li's layers are an optional context
+    if hp.get("layers", least) < least:
+        raise UnbagError(f"--layers {hp['layers']}: head {method} needs at least {least} layer(s)")
     if model is not None:
         FeatureCache(data, _backend(model, "cpu"))  # refuses a cache made with other weights
     cfg = HeadTrainConfig(head=HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch}),

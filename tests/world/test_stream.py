@@ -125,7 +125,8 @@ def test_unknown_distribution_is_a_clear_error():
 
 
 def _siblings(objs, same_color: bool = False) -> bool:
-    """Two objects that differ in shape and exactly one of size, color, material (not color)."""
+    """Two objects that differ in shape and exactly one of size, color, material (with same_color,
+    not color)."""
     attrs = ("size", "color", "material")
     return any(a.shape != b.shape and sum(getattr(a, x) != getattr(b, x) for x in attrs) == 1
                and (a.color == b.color or not same_color) for i, a in enumerate(objs) for b in objs[i + 1:])

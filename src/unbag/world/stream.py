@@ -119,8 +119,8 @@ def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = DEFAU
     """Training sample `index` of the stream with this seed, from distribution `dist`."""
     d = distribution(dist)
     rng = np.random.default_rng([seed, 7, index])  # 7: keeps the stream apart from test items
-    sib = np.random.default_rng([seed, 13, index])  # its own generator: the other samples stay the plain stream's
-    if d.siblings and sib.random() < d.siblings:
+    # its own generator, so the other samples stay the plain stream's
+    if d.siblings and (sib := np.random.default_rng([seed, 13, index])).random() < d.siblings:
         rng, scene = sib, sibling_scene(sib, d.held_out)
     else:
         scene = training_scene(rng, d.held_out)
