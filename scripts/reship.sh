@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Retrain and reship every shipped weight from scratch, as documented in
 # src/unbag/weights/{builtin/TRAINING.md,methods/README.md,heads/README.md}:
-#   1. the built-in model on the world's pretraining stream;
+#   1. the built-in model: `clip-dense` on the world's pretraining stream, then two runs of 1,200
+#      steps on its siblings stream with shape swaps;
 #   2. the FT / NegCLIP / CLIC / DeGLA overlays on the fine-tuning stream;
 #   3. TFLocal, TFGlobal, TFRegions and TFLocal-LI heads for every shipped model.
-# About 100 minutes on 2 CPU cores, one step after another (2026-12-01: the built-in model in 15
-# min from a step-2,000 checkpoint, then the rest in 62 min as two lanes of one thread each, A: FT
-# then heads for pretrained, FT, NegCLIP; B: NegCLIP, CLIC, DeGLA then their heads for CLIC and DeGLA).
+# About 3 hours on 2 CPU cores, one step after another (2026-12-01: the built-in model's three runs
+# in 37 + 45 + 36 min, then the rest in about 65 min as two lanes of one thread each, A: FT then
+# heads for pretrained, FT, NegCLIP; B: NegCLIP, CLIC, DeGLA then their heads for CLIC and DeGLA).
 # Resumable: finished steps are skipped.
 # Usage: bash scripts/reship.sh [RUNS_DIR]
 set -euo pipefail
@@ -22,9 +23,20 @@ if [ ! -f "$R/builtin/model/open_clip_config.json" ]; then
       --batch-size 128 --lr 1e-3 --warmup 100 --seed 0 --out "$R/builtin" --quiet \
       $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
 fi
-$PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/builtin', 'open_clip:unbag-tiny', 0, '$W/builtin')"
+siblings() {  # N FROM SEED: continue on the siblings stream (the same model for every token the world uses)
+  [ -f "$R/siblings$1/model/open_clip_config.json" ] || $U train --method clip-dense --model "$2" \
+      --data world:pretraining-siblings --shape-swaps --steps 1200 --batch-size 128 --lr 3e-4 --warmup 20 \
+      --seed "$3" --out "$R/siblings$1" --quiet $( [ -f "$R/siblings$1/ckpt/trainer.pt" ] && echo --resume )
+}
+siblings 1 "$R/builtin/model" 5
+siblings 2 "$R/siblings1/model" 6
+$PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings2', 'open_clip:unbag-tiny', 0, '$W/builtin')"
 cp "$R/builtin/log.jsonl" "$W/builtin/log.jsonl"
 cp "$R/builtin/config.json" "$W/builtin/train_config.json"
+for k in 1 2; do
+  cp "$R/siblings$k/log.jsonl" "$W/builtin/log-siblings$k.jsonl"
+  cp "$R/siblings$k/config.json" "$W/builtin/train_config-siblings$k.json"
+done
 
 overlay() {  # METHOD ARGS...: train from builtin, then ship the changed tensors with the run's record
   local m=$1; shift
@@ -52,6 +64,6 @@ for m in pretrained ft negclip clic degla; do
   $U train --method tfregions --model "$spec" --data "$f" --steps 1000 --lr 3e-4 --out "$W/heads/tfregions/$m" --quiet
   $U train --method tflocal --model "$spec" --data "$f" --text phrases --layers 2 --steps 1500 --out "$W/heads/tflocal/$m" --quiet
   $U train --method tfglobal --model "$spec" --data "$f" --text phrases --steps 1000 --out "$W/heads/tfglobal/$m" --quiet
-  $U train --method tflocal-li --model "$spec" --data "$f" --text phrases --steps 1000 --lr 3e-4 --out "$W/heads/tflocal-li/$m" --quiet
+  $U train --method tflocal-li --model "$spec" --data "$f" --text phrases --steps 1000 --lr 1e-4 --out "$W/heads/tflocal-li/$m" --quiet
 done
 echo "reshipped; now run: $U demo"

@@ -1,7 +1,7 @@
 """Every shipped model and head scores ctrl exactly as when it was shipped.
 
 The reference scores (tests/fixtures/shipped_scores.safetensors) were recorded when the weights were
-reshipped (2026-12-01, the built-in model pretrained with `clip-dense`), with `python tests/models/test_shipped_scores.py runs/reship/builtin`:
+reshipped (2026-12-01, the built-in model after its siblings runs), with `python tests/models/test_shipped_scores.py runs/reship/siblings2`:
 `builtin` under global cosine from the dense fp32 model the training run wrote (so the test also
 checks that packing it, src/unbag/models/overlay.py, changed no score), everything else from the
 shipped files (a guard against any change in loading, overlays or heads). The weights' SHA-1s are
