@@ -73,8 +73,9 @@ def test_score_agrees_with_evaluate_item_by_item(model, free_text_bench, tmp_pat
     res = unbag.evaluate(model, free_text_bench, protocol, out=tmp_path / "r.json")
     recs = [json.loads(x) for x in (tmp_path / "r.items.jsonl").read_text().splitlines()]
     assert len(recs) == len(free_text_bench) == 10 and res["protocol"].startswith("head:") == ("head" in protocol)
-    # the file's rounding + 8 float32 ulps of the largest score in the benchmark
-    tol = 5e-7 + 8 * torch.finfo(torch.float32).eps * max(abs(v) for r in recs for row in r["scores"] for v in row)
+    # the file's rounding + 32 float32 ulps of the largest score in the benchmark (a head's layers
+    # sum in another order per batch size; 8 ulps were exceeded on some CPUs: 10 measured)
+    tol = 5e-7 + 32 * torch.finfo(torch.float32).eps * max(abs(v) for r in recs for row in r["scores"] for v in row)
     for it, rec in zip(free_text_bench, recs):
         s = unbag.score(model, it.images, it.captions, protocol)
         assert s.shape == (2, 2)

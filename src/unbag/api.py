@@ -203,6 +203,8 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
     least = 0 if method == "tflocal-li" else 1  # tflocal-li's layers are an optional context
     if hp.get("layers", least) < least:
         raise UnbagError(f"--layers {hp['layers']}: head {method} needs at least {least} layer(s)")
+    if hp.get("calibrate") and (method != "tflocal-li" or hp.get("text", "phrases") != "phrases"):
+        raise UnbagError("--calibrate is for tflocal-li over phrases: it scores each phrase against its alternatives")
     if model is not None:
         FeatureCache(data, _backend(model, "cpu"))  # refuses a cache made with other weights
     cfg = HeadTrainConfig(head=HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch}),

@@ -10,7 +10,7 @@ from .errors import UnbagError
 TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
                "workers", "compile", "threads", "ckpt_every", "log_every", "device", "lock_image", "lock_text",
                "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "swap_weight", "shape_swaps", "text", "width", "layers",
-               "early")
+               "early", "calibrate")
 
 
 def _train(a: argparse.Namespace) -> None:
@@ -197,6 +197,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--width", type=int, default=None, help="heads: transformer width (64)")
     t.add_argument("--layers", type=int, default=None, help="heads: layers (1)")
     t.add_argument("--early", action="store_true", help="tflocal: attend to first-block patches too")
+    t.add_argument("--calibrate", action="store_true", help="tflocal-li: each phrase's score less its closest "
+                   "one-attribute change's (docs/heads.md)")
     t.add_argument("--no-hard-negatives", action="store_true", help="heads on caption data: leave each "
                    "caption's hard negative out of the loss (the paper's variant without them)")
     t.add_argument("--steps", type=int, default=None, help="optimisation steps (1000)")

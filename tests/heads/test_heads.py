@@ -42,6 +42,16 @@ def test_cache_round_trip(tiny, cache):
     paired = np.nonzero(twin >= 0)[0]
     assert len(paired) == 2 * idx["twins"] and (twin[twin[paired]] == paired).all()  # pairs both ways
     assert c.get("phr_mask", np.array([5]))[0].sum() == len(s.segments)
+    from unbag.heads.features import MAX_ALTS
+    from unbag.sgi.segments import from_grammar
+    from unbag.training.objectives.dense import alternatives
+
+    first = from_grammar(s.segments)[0].text
+    alts = alternatives(first)[:MAX_ALTS]
+    assert c.get("phr_alt_mask", np.array([5]))[0, 0].sum() == len(alts) > 0
+    with torch.no_grad():
+        fresh = torch.nn.functional.normalize(tiny.encode_texts(tiny.tokenize(alts)).embeds, dim=-1)
+    assert torch.allclose(c.get("phr_alt", np.array([5]))[0, 0, :len(alts)], fresh, atol=2e-3)
 
 
 def test_cache_of_another_backbone_is_refused(cache):
@@ -186,7 +196,7 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
     out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tfregions"), steps=0), tmp_path / "h",
                      progress=False)
     head, rec = load_head(out)
-    assert rec["head"]["patches"] == 16 and float(head.logit_scale.exp()) == pytest.approx(50.0)
+    assert rec["head"]["patches"] == 16 and float(head.logit_scale.exp().detach()) == pytest.approx(50.0)
     bench = benchmarks.load(f"ctrl:{tiny_bench}")
     backend = models.load("builtin")
     sgi = score_sgi(backend, bench, cfg=SGIConfig())
@@ -209,19 +219,27 @@ def test_region_head_matches_object_phrases_to_single_regions_only():
     assert single.item() == pytest.approx(50.0 * 0.8) and three.item() == pytest.approx(50.0)
 
 
-def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(builtin_cache, tmp_path, tiny_bench):
+@pytest.mark.parametrize("calibrate", [False, True])
+def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(builtin_cache, tmp_path, tiny_bench,
+                                                                            calibrate):
     """TFLocal-LI starts with a zero correction: its scores are the frozen late-interaction score
-    (each phrase's best patch cosine, averaged; recomputed here from the encoder directly) times
-    the initial temperature, item by item."""
+    (each phrase's best patch cosine, averaged; calibrated: less the best patch cosine of the
+    phrase's closest one-attribute change; recomputed here from the encoder directly) times the
+    initial temperature, item by item."""
     import torch.nn.functional as F
 
     from unbag import benchmarks
+    from unbag.heads.features import MAX_ALTS
     from unbag.heads.protocol import score_head
     from unbag.scoring.encode import pixels_of
     from unbag.sgi.protocol import SGIConfig, caption_segments
+    from unbag.training.objectives.dense import alternatives
 
-    out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tflocal-li"), steps=0), tmp_path / "h",
-                     progress=False)
+    def best(texts, patches):
+        return (F.normalize(backend.encode_texts(backend.tokenize(texts)).embeds, dim=-1) @ patches.T).amax(1)
+
+    out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tflocal-li", calibrate=calibrate), steps=0),
+                     tmp_path / "h", progress=False)
     bench = benchmarks.load(f"ctrl:{tiny_bench}")
     backend = models.load("builtin")
     got = score_head(backend, bench, path=str(out))
@@ -233,12 +251,54 @@ def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(built
             px = pixels_of(backend, it.images, [it.id] * len(it.images), bench.image_size)
             patches = F.normalize(backend.encode_images(px, tokens=True).patches, dim=-1)
             for j in range(len(it.captions)):
-                phr = F.normalize(backend.encode_texts(backend.tokenize([p.text for p in segs[k + j]])).embeds, dim=-1)
+                texts = [p.text for p in segs[k + j]]
                 for i in range(len(it.images)):
-                    want[n, i, j] = 50.0 * (phr @ patches[i].T).amax(1).mean()
+                    score = best(texts, patches[i])
+                    if calibrate:
+                        score = score - torch.stack([best(alternatives(t)[:MAX_ALTS], patches[i]).max()
+                                                     if alternatives(t) else torch.tensor(0.0) for t in texts])
+                    want[n, i, j] = 50.0 * score.mean()
             k += len(it.captions)
     assert torch.allclose(got, want, atol=2e-2)  # the cache and head read fp16 features
     assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.95
+
+
+def test_calibrated_start_hand_computed():
+    """Each phrase's best patch cosine less its closest alternative's; a phrase without
+    alternatives keeps its plain score, a padded phrase counts for nothing."""
+    r = 2 ** -0.5
+    head = TFLocalLI(HeadConfig(kind="tflocal-li", dim=2, width=4, heads=1, patches=2, calibrate=True)).eval()
+    patches = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    text = torch.tensor([[[1.0, 0.0], [r, r], [0.0, 1.0]]])
+    mask = torch.tensor([[True, True, False]])
+    alt = torch.zeros(1, 3, 2, 2)
+    alt[0, 0] = torch.tensor([[-1.0, 0.0], [r, r]])  # best cosines 0 and r: phrase 0 scores 1 - r
+    alt_mask = torch.tensor([[[True, True], [False, False], [True, True]]])  # phrase 1 has none: scores r
+    assert head.start(patches, text, mask, alt, alt_mask).item() == pytest.approx(0.5)
+    assert head(None, patches, text, mask, alt=alt, alt_mask=alt_mask).item() == pytest.approx(50 * 0.5, abs=1e-5)
+    alt_mask[0, 0, 1] = False  # the closest alternative left out: 1 - 0
+    assert head.start(patches, text, mask, alt, alt_mask).item() == pytest.approx((1 + r) / 2)
+    with pytest.raises(ValueError, match="give alt and alt_mask"):
+        head(None, patches, text, mask)
+
+
+def test_calibrate_is_for_tflocal_li_over_phrases_and_needs_alternatives_in_the_cache(cache, tmp_path):
+    from unbag.api import train
+
+    for method, text in (("tflocal", "phrases"), ("tflocal-li", "tokens")):
+        with pytest.raises(UnbagError, match="--calibrate is for tflocal-li over phrases"):
+            train(method, None, str(cache), tmp_path / "h", calibrate=True, text=text)
+    old = tmp_path / "old"  # a cache written before phrase alternatives were cached
+    old.mkdir()
+    for f in cache.iterdir():
+        if not f.name.startswith("phr_alt"):
+            (old / f.name).write_bytes(f.read_bytes())
+    index = json.loads((old / "index.json").read_text())
+    index["fields"] = {k: v for k, v in index["fields"].items() if not k.startswith("phr_alt")}
+    (old / "index.json").write_text(json.dumps(index))
+    with pytest.raises(UnbagError, match="no phrase alternatives"):
+        train("tflocal-li", None, str(old), tmp_path / "h", calibrate=True, steps=1)
+    assert not (tmp_path / "h").exists()
 
 
 @pytest.mark.parametrize("layers", [1, 0])  # 0: no context layer

@@ -5,8 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from unbag.training.engine import TrainConfig, Trainer
-from unbag.training.objectives.dense import (all_swaps, caption_phrases, dense_loss, late_interaction, phrase_swaps,
-                                             shape_swaps, swap_loss)
+from unbag.training.objectives.dense import (all_swaps, alternatives, caption_phrases, dense_loss, late_interaction,
+                                             phrase_swaps, shape_swaps, swap_loss)
+from unbag.world.scene import COLORS
 
 
 def test_caption_phrases_are_the_object_and_group_phrases():
@@ -40,6 +41,15 @@ def test_phrase_swaps_replace_one_attribute_word_each():
     w = swaps[1].split()
     assert w[2] not in ("red",) and w[:2] + w[3:] == ["a", "large", "metal", "cube"]
     assert swaps[2] == "a large red rubber cube" and swaps[3] == "three large spheres"
+
+
+def test_alternatives_are_every_one_attribute_change_in_word_order():
+    alts = alternatives("a large red metal cube")
+    others = [c for c in COLORS if c != "red"]
+    assert alts == (["a small red metal cube"] + [f"a large {c} metal cube" for c in others]
+                    + ["a large red rubber cube"])
+    assert len(alts) == 9 and alternatives("two cats") == []
+    assert alternatives("three small spheres") == ["three large spheres"]
 
 
 def test_shape_swaps_use_the_other_shapes_of_the_caption_in_the_nouns_number():

@@ -18,6 +18,7 @@ class HeadConfig:
     heads: int = 4
     patches: int = 64  # number of image tokens the head attends to (tflocal: patches, tfregions: regions)
     early: bool = False  # tflocal: attend to first-block patches as well as final ones
+    calibrate: bool = False  # tflocal-li: each phrase's score less its best one-attribute change's
 
 
 def text_inputs(fields: dict, text: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -34,7 +35,10 @@ def head_inputs(fields: dict, cfg: HeadConfig) -> tuple[dict, dict]:
     text, mask = text_inputs(fields, cfg.text)
     img = {"img_global": fields["img_global"], "tokens": None if cfg.kind == "tfglobal" else image_tokens(fields, cfg),
            "tok_size": fields.get("reg_size")}
-    return img, {"text": text, "mask": mask, "want": fields.get("phr_want")}
+    txt = {"text": text, "mask": mask, "want": fields.get("phr_want")}
+    if cfg.calibrate:
+        txt |= {"alt": fields["phr_alt"], "alt_mask": fields["phr_alt_mask"]}
+    return img, txt
 
 
 def match_loss(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -69,4 +73,5 @@ def text_fields(cfg: HeadConfig) -> list[str]:
     """Cache fields a head reads for texts."""
     if cfg.text == "tokens":
         return ["txt_tokens", "txt_mask"]
-    return ["phr_global", "phr_mask"] + (["phr_want"] if cfg.kind == "tfregions" else [])
+    return (["phr_global", "phr_mask"] + (["phr_want"] if cfg.kind == "tfregions" else [])
+            + (["phr_alt", "phr_alt_mask"] if cfg.calibrate else []))

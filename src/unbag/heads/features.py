@@ -7,6 +7,8 @@ Fields: img_global [D], img_patches [P, D], img_patches_early [P, D] (after the 
 the backend offers it), txt_global [D], txt_tokens [L, D], txt_mask [L],
 phr_global [K, D] (each caption phrase encoded on its own), phr_mask [K], phr_want [K] (how many
 boxes a region must join to match the phrase: 1 for an object, n for "n ..." groups, 0 any),
+phr_alt [K, A, D] and phr_alt_mask [K, A] (each phrase's one-attribute changes encoded on their
+own, the first MAX_ALTS; for TFLocal-LI's calibrated start),
 img_regions [R, D] (SGI's region embeddings: blobs and their unions, masked in place, 2 phase
 views; zero rows pad), reg_size [R] (boxes per region, 0 for padding), twin [] (row of this row's
 binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
@@ -36,6 +38,7 @@ from ..utils import atomic_dir
 SHARD = 8192
 MAX_PHRASES = 5
 MAX_REGIONS = 16  # single regions come first, so a crowded image loses unions, not objects
+MAX_ALTS = 9  # one-attribute changes of a world phrase that names a size, a color and a material
 FORMAT = "unbag-features"
 
 
@@ -77,8 +80,29 @@ def pack_regions(regions: list) -> dict:
 
 
 @torch.inference_mode()
-def text_features(backend: Backend, captions: list[str], phrases: list[list]) -> dict:
-    """Frozen global and token features of captions, and each phrase (an sgi Segment) encoded on its own."""
+def alternative_features(backend: Backend, phrases: list[list], dim: int) -> dict:
+    """phr_alt [N, MAX_PHRASES, MAX_ALTS, dim] and phr_alt_mask: each phrase's one-attribute changes
+    (training/objectives/dense.py `alternatives`), each distinct text encoded once."""
+    from ..training.objectives.dense import alternatives
+
+    alts = [[alternatives(p.text)[:MAX_ALTS] for p in ps[:MAX_PHRASES]] for ps in phrases]
+    texts = sorted({a for per in alts for al in per for a in al})
+    row = {t: i for i, t in enumerate(texts)}
+    emb = torch.cat([_l2(backend.encode_texts(backend.tokenize(texts[s:s + 1024]).to(backend.device)).embeds)
+                     for s in range(0, len(texts), 1024)]) if texts else torch.zeros(0, dim)
+    out = torch.zeros(len(phrases), MAX_PHRASES, MAX_ALTS, dim)
+    mask = torch.zeros(len(phrases), MAX_PHRASES, MAX_ALTS, dtype=torch.bool)
+    for i, per in enumerate(alts):
+        for k, al in enumerate(per):
+            if al:
+                out[i, k, :len(al)], mask[i, k, :len(al)] = emb[[row[a] for a in al]], True
+    return {"phr_alt": out, "phr_alt_mask": mask}
+
+
+@torch.inference_mode()
+def text_features(backend: Backend, captions: list[str], phrases: list[list], alternatives: bool = True) -> dict:
+    """Frozen global and token features of captions, and each phrase (an sgi Segment) encoded on its
+    own (`alternatives`: with its one-attribute changes, alternative_features)."""
     from ..sgi.protocol import region_count
 
     dev = backend.device
@@ -94,8 +118,9 @@ def text_features(backend: Backend, captions: list[str], phrases: list[list]) ->
         phr[i, :n], pmask[i, :n] = pe[k:k + n], True
         want[i, :n] = torch.tensor([region_count(p) for p in ps[:n]])
         k += n
-    return {"txt_global": _l2(tx.embeds), "txt_tokens": _l2(tx.tokens), "txt_mask": tx.mask.cpu(),
-            "phr_global": phr, "phr_mask": pmask, "phr_want": want}
+    out = {"txt_global": _l2(tx.embeds), "txt_tokens": _l2(tx.tokens), "txt_mask": tx.mask.cpu(),
+           "phr_global": phr, "phr_mask": pmask, "phr_want": want}
+    return out | alternative_features(backend, phrases, pe.shape[1]) if alternatives else out
 
 
 def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1,

@@ -12,6 +12,13 @@ exactly as its late-interaction start and training can only move it from there (
 that makes TFRegions keep SGI's out-of-distribution ability, without needing a region source).
 A learned temperature sharpens the match loss, as in TFRegions. `layers` 0 leaves out the
 context layer: the correction then reads each patch and its position alone.
+
+`calibrate` (unbag's, docs/heads.md): each phrase's score is its best (corrected) patch cosine
+less that of its closest one-attribute change ("a small red cube" against "a large red cube",
+"a small blue cube", ...: the world's sizes, colors and materials), so a phrase counts by how much
+better the image supports it than its nearest rival, not by how much the image looks like it at
+all. Phrases naming no such attribute keep their plain score. The untrained head then ranks as
+this calibrated late interaction.
 """
 from __future__ import annotations
 
@@ -36,19 +43,37 @@ class TFLocalLI(nn.Module):
         nn.init.zeros_(self.img_proj[-1].bias)
         self.logit_scale = nn.Parameter(torch.tensor(50.0).log())
 
-    def start(self, tokens: torch.Tensor, text: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The late-interaction score the head starts from: mean over text vectors of the best
-        patch cosine [N] (tokens and text are unit vectors)."""
-        best = torch.einsum("nkd,npd->nkp", text, tokens).amax(-1).masked_fill(~mask, 0.0)
-        return best.sum(1) / mask.sum(1).clamp(min=1)
+    def start(self, tokens: torch.Tensor, text: torch.Tensor, mask: torch.Tensor,
+              alt: torch.Tensor | None = None, alt_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The late-interaction score the head starts from [N] (tokens, text and alt are unit vectors;
+        `alt` [N, T, A, D] with `alt_mask` [N, T, A]: the calibrated start)."""
+        best = lambda t: torch.einsum("nkd,npd->nkp", t, tokens).amax(-1)  # noqa: E731
+        return combine(best, text, mask, alt, alt_mask)
 
     def forward(self, img_global: torch.Tensor, tokens: torch.Tensor, text: torch.Tensor, mask: torch.Tensor,
-                tok_size=None, want=None) -> torch.Tensor:
+                tok_size=None, want=None, alt: torch.Tensor | None = None,
+                alt_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Scores [N] of N (image, text) pairs: unit patch tokens [N, P, D], unit text vectors
-        [N, T, D] with mask [N, T] (`img_global`, `tok_size` and `want` are not used)."""
+        [N, T, D] with mask [N, T], and for a calibrated head each text vector's alternatives
+        `alt` [N, T, A, D] with `alt_mask` [N, T, A] (`img_global`, `tok_size` and `want` are not used)."""
+        if self.cfg.calibrate and alt is None:
+            raise ValueError("a calibrated TFLocal-LI head scores phrases against their alternatives: "
+                             "give alt and alt_mask (cache fields phr_alt, phr_alt_mask)")
         ctx = tokens + self.pos if self.context is None else self.context(tokens + self.pos)
         u = self.img_proj(torch.cat([tokens, ctx], -1))  # [N, P, w]
-        v = self.txt_proj(text)  # [N, T, w]
-        sim = torch.einsum("nkd,npd->nkp", text, tokens) + torch.einsum("nkw,npw->nkp", v, u)
-        best = sim.amax(-1).masked_fill(~mask, 0.0)
-        return self.logit_scale.exp() * best.sum(1) / mask.sum(1).clamp(min=1)
+
+        def best(t: torch.Tensor) -> torch.Tensor:  # [N, M, D] -> best corrected cosine [N, M]
+            return (torch.einsum("nkd,npd->nkp", t, tokens) + torch.einsum("nkw,npw->nkp", self.txt_proj(t), u)).amax(-1)
+        return self.logit_scale.exp() * combine(best, text, mask, alt if self.cfg.calibrate else None, alt_mask)
+
+
+def combine(best, text: torch.Tensor, mask: torch.Tensor, alt: torch.Tensor | None,
+            alt_mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean over the text vectors of `best` (text [N, M, D] -> [N, M]); with alternatives, each
+    text vector's less its closest alternative's (a phrase without any: less nothing)."""
+    score = best(text)
+    if alt is not None:
+        closest = best(alt.flatten(1, 2)).view(alt.shape[:3]).masked_fill(~alt_mask, float("-inf")).amax(-1)
+        score = score - torch.where(alt_mask.any(-1), closest, torch.zeros_like(closest))
+    score = score.masked_fill(~mask, 0.0)
+    return score.sum(1) / mask.sum(1).clamp(min=1)

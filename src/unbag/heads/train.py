@@ -96,6 +96,9 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
     cfg.head.dim = fields["img_global"]["shape"][0]
     if cfg.head.early and "img_patches_early" not in fields:
         raise UnbagError(f"{cache_dir}: this cache has no early patches; rebuild it with `unbag features`")
+    if cfg.head.calibrate and "phr_alt" not in fields:
+        raise UnbagError(f"{cache_dir}: this cache has no phrase alternatives (phr_alt), which a calibrated "
+                         "head needs; rebuild it with `unbag features`")
     if cfg.head.kind == "tfregions" and "img_regions" not in fields:
         raise UnbagError(f"{cache_dir}: this cache has no region features; rebuild it with `unbag features`")
     if cfg.steps and cache.rows < cfg.batch_size:

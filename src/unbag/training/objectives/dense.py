@@ -54,19 +54,31 @@ def late_interaction(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.
     return total / count[:, None]
 
 
+def attribute_changes(text: str) -> list[list[str]]:
+    """For each attribute word of a phrase (size, color or material of the world's vocabulary), in
+    order, the phrase with that word replaced by each other value of its attribute."""
+    words = text.split()
+    out = []
+    for i, w in enumerate(words):
+        values = next((v for v in VALUES if w in v), None)
+        if values is not None:
+            out.append([" ".join(words[:i] + [o] + words[i + 1:]) for o in values if o != w])
+    return out
+
+
+def alternatives(text: str) -> list[str]:
+    """Every one-attribute change of a phrase, flat: "a small red cube" gives "a large red cube",
+    "a small blue cube", ... (only the attribute words it names are changed)."""
+    return [a for changes in attribute_changes(text) for a in changes]
+
+
 def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None) -> tuple[list[str], torch.Tensor]:
     """For each attribute word of each phrase, the phrase with that word replaced by another value
     of the same attribute (drawn at random), flat, and the phrase each belongs to [M]."""
     out, owner = [], []
     for k, text in enumerate(phrases):
-        words = text.split()
-        for i, w in enumerate(words):
-            values = next((v for v in VALUES if w in v), None)
-            if values is None:
-                continue
-            others = [v for v in values if v != w]
-            pick = others[int(torch.randint(len(others), (1,), generator=generator))]
-            out.append(" ".join(words[:i] + [pick] + words[i + 1:]))
+        for others in attribute_changes(text):
+            out.append(others[int(torch.randint(len(others), (1,), generator=generator))])
             owner.append(k)
     return out, torch.tensor(owner, dtype=torch.long)
 
