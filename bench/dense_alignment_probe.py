@@ -11,6 +11,9 @@ control: the same continued training with the CLIP loss alone. The dense term is
 scores ID / OOD of late interaction and of global cosine; nothing is shipped (`--out` saves the
 trained model). `--steps 0` scores a model as it is (e.g. a `clip-dense` run's).
 
+It also scores the calibrated start of TFLocal-LI (`--calibrate`): each phrase's best cosine less
+that of its closest one-attribute change.
+
 `--why` also prints what the patch tokens know of each attribute: on ctrl's color / size / material
 items, how often an object's own phrase beats the same phrase with one attribute changed (its size,
 its material, or its shape made the other object's), by best cosine over the object's own patches
@@ -38,7 +41,7 @@ from unbag.scoring.encode import pixels_of
 from unbag.sgi.protocol import SGIConfig, caption_segments
 from unbag.sgi.segments import from_grammar
 from unbag.training.objectives.clip import clip_loss
-from unbag.training.objectives.dense import KINDS, dense_loss, late_interaction
+from unbag.training.objectives.dense import KINDS, alternatives, dense_loss, late_interaction
 from unbag.world import stream
 from unbag.world.captions import phrase
 from unbag.world.io import generate
@@ -68,8 +71,23 @@ def ctrl_scores(backend, bench, patches: torch.Tensor, img: torch.Tensor) -> dic
     li = torch.stack([late_interaction(phr[first[2 * i]:first[2 * i + 2]], owner[first[2 * i]:first[2 * i + 2]] - 2 * i,
                                        patches[2 * i:2 * i + 2], 2).T for i in range(n)])  # [items, images, captions]
     glob = torch.stack([img[2 * i:2 * i + 2] @ txt[2 * i:2 * i + 2].T for i in range(n)])
+    # calibrated (TFLocal-LI --calibrate): each phrase's best cosine less its closest alternative's
+    flat_phr = [p for ps in kept for p in ps]
+    alts = [alternatives(p) for p in flat_phr]
+    names = sorted({a for al in alts for a in al})
+    emb = F.normalize(backend.encode_texts(backend.tokenize(names)).embeds, dim=-1)
+    row = {t: i for i, t in enumerate(names)}
+    best = torch.stack([(phr[k] @ patches[2 * (int(owner[k]) // 2) + j].T).amax(-1) for k in range(len(flat_phr))
+                        for j in range(2)]).view(-1, 2)  # [phrases, the item's 2 images]
+    for k, al in enumerate(alts):
+        if al:
+            im = 2 * (int(owner[k]) // 2)
+            best[k] -= (emb[[row[a] for a in al]] @ patches[im:im + 2].reshape(-1, patches.shape[-1]).T
+                        ).view(len(al), 2, -1).amax(-1).amax(0)
+    cal = torch.zeros(len(texts), 2).index_add(0, owner, best) / torch.bincount(owner, minlength=len(texts)).clamp(min=1)[:, None]
+    cal = cal.view(n, 2, 2).transpose(1, 2)  # [items, images, captions]
     out = {}
-    for name, s in (("late interaction", li), ("global cosine", glob)):
+    for name, s in (("late interaction", li), ("calibrated LI", cal), ("global cosine", glob)):
         flat, _, _ = metrics.aggregate(metrics.winoground(s), [it.group for it in bench.items], ("group",))
         out[name] = {c: (100 * flat[f"id/{c}/group"], 100 * flat[f"ood/{c}/group"]) for c in CATEGORIES}
         out[name]["OOD avg c/s/m"] = float(np.mean([out[name][c][1] for c in CATEGORIES[:3]]))

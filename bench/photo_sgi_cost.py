@@ -1,4 +1,4 @@
-"""SGI and the TFLocal and TFLocal-LI heads on photographs with a real-sized model: cost vs global scoring, one run.
+"""SGI and the TFLocal and TFLocal-LI (plain and calibrated) heads on photographs with a real-sized model: cost vs global scoring, one run.
 
 The model is open_clip's ViT-B/32 with random weights (224 px; the cost of a real one, not its
 accuracy); the images are COCO-sized JPEGs (640 x 480) cut from the photographs that ship with
@@ -120,6 +120,11 @@ def main() -> None:
         _FEATURES.clear()  # cold, as the first head of a plan
         t, res = timed(lambda: evaluate(backend, bench, f"head:{li}", progress=False))
         runs["TFLocal-LI head (patch tokens)"] = (t, res["metrics"]["all/acc"])
+        cal = train("tflocal-li", backend, str(cache), Path(tmp) / "head-li-cal", steps=50, batch_size=32, lr=3e-4,
+                    calibrate=True, progress=False)  # the same weights, scored calibrated
+        _FEATURES.clear()
+        t, res = timed(lambda: evaluate(backend, bench, f"head:{cal}", progress=False))
+        runs["TFLocal-LI head, calibrated"] = (t, res["metrics"]["all/acc"])
     g = runs["global"][0]
     print(f"{a.model}, {n_img} photos (640 x 480), {n_items} SugarCrepe-layout items, one run, cold caches")
     print(f"{'protocol':42s} {'seconds':>8s} {'x global':>9s} {'acc':>6s}")

@@ -64,6 +64,6 @@ for m in pretrained ft negclip clic degla; do
   $U train --method tfregions --model "$spec" --data "$f" --steps 1000 --lr 3e-4 --out "$W/heads/tfregions/$m" --quiet
   $U train --method tflocal --model "$spec" --data "$f" --text phrases --layers 2 --steps 1500 --out "$W/heads/tflocal/$m" --quiet
   $U train --method tfglobal --model "$spec" --data "$f" --text phrases --steps 1000 --out "$W/heads/tfglobal/$m" --quiet
-  $U train --method tflocal-li --model "$spec" --data "$f" --text phrases --steps 1000 --lr 1e-4 --out "$W/heads/tflocal-li/$m" --quiet
+  $U train --method tflocal-li --model "$spec" --data "$f" --text phrases --steps 1000 --lr 1e-4 --calibrate --out "$W/heads/tflocal-li/$m" --quiet
 done
 echo "reshipped; now run: $U demo"

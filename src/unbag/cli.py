@@ -241,7 +241,7 @@ def parser() -> argparse.ArgumentParser:
     from .benchmarks import forms
     e.add_argument("--bench", default="ctrl", help=forms() + " (layouts: docs/benchmarks.md)")
     e.add_argument("--protocol", default="global", help="global | sgi (unbag's SGI) | sgi:paper (the paper's "
-                   "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions (docs/sgi.md, docs/heads.md)")
+                   "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions|tflocal-li (docs/sgi.md, docs/heads.md)")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)
     e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")

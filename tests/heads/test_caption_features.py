@@ -103,16 +103,24 @@ def test_the_hard_negative_is_one_more_text_candidate_in_the_loss(cache):
     assert torch.allclose(got, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tfregions"])
+@pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tflocal-li --calibrate", "tfregions"])
 def test_features_train_and_eval_on_photos_end_to_end(kind, cache, tiny, sugarcrepe_dir, tmp_path):
     from unbag.api import evaluate, train
-    head = train(kind, str(tiny), str(cache), tmp_path / kind, steps=6, batch_size=8, progress=False)
+    method, calibrate = kind.split()[0], kind.endswith("--calibrate")
+    head = train(method, str(tiny), str(cache), tmp_path / method, steps=6, batch_size=8, progress=False,
+                 **({"calibrate": True} if calibrate else {}))
     rec = json.loads((head / "head.json").read_text())
     assert rec["cache"] == str(cache) and len(rec["log"]) >= 1
-    res = evaluate(str(tiny), f"sugarcrepe:{sugarcrepe_dir}", f"head:{head}", device="cpu")
+    res = evaluate(str(tiny), f"sugarcrepe:{sugarcrepe_dir}", f"head:{head}", device="cpu", out=tmp_path / "r.json")
     assert res["n_items"] == 15 and 0.0 <= res["metrics"]["all/acc"] <= 1.0
     if kind == "tfregions":
         assert res["config"]["options"]["sgi_regions"] == "selective"
+    if calibrate:  # the fixture's colour words are calibrated: other scores than the same weights' plain ones
+        plain = train(method, str(tiny), str(cache), tmp_path / "plain", steps=6, batch_size=8, progress=False)
+        evaluate(str(tiny), f"sugarcrepe:{sugarcrepe_dir}", f"head:{plain}", device="cpu", out=tmp_path / "p.json")
+        read = lambda f: [json.loads(x)["scores"] for x in (tmp_path / f).read_text().splitlines()]  # noqa: E731
+        cal, pl = read("r.items.jsonl"), read("p.items.jsonl")
+        assert len(cal) == len(pl) == 15 and cal != pl
 
 
 def test_shards_are_written_as_rows_arrive(tmp_path, monkeypatch):

@@ -42,16 +42,22 @@ def test_cache_round_trip(tiny, cache):
     paired = np.nonzero(twin >= 0)[0]
     assert len(paired) == 2 * idx["twins"] and (twin[twin[paired]] == paired).all()  # pairs both ways
     assert c.get("phr_mask", np.array([5]))[0].sum() == len(s.segments)
-    from unbag.heads.features import MAX_ALTS
-    from unbag.sgi.segments import from_grammar
+
+
+def test_phrase_alternatives_are_its_one_attribute_changes_encoded_alone(tiny):
+    from unbag.heads.features import MAX_ALTS, alternative_features
+    from unbag.sgi.segments import Segment
     from unbag.training.objectives.dense import alternatives
 
-    first = from_grammar(s.segments)[0].text
-    alts = alternatives(first)[:MAX_ALTS]
-    assert c.get("phr_alt_mask", np.array([5]))[0, 0].sum() == len(alts) > 0
+    phrases = [[Segment("two large red metal cubes", "group"), Segment("two cats", "object")], []]
+    f = alternative_features(tiny, phrases, 64)
+    assert f["phr_alt"].shape == (2, 5, MAX_ALTS, 64)
+    alts = alternatives("two large red metal cubes")
+    assert len(alts) == MAX_ALTS and f["phr_alt_mask"][0, 0].all() and not f["phr_alt_mask"][0, 1:].any()
+    assert not f["phr_alt_mask"][1].any()
     with torch.no_grad():
         fresh = torch.nn.functional.normalize(tiny.encode_texts(tiny.tokenize(alts)).embeds, dim=-1)
-    assert torch.allclose(c.get("phr_alt", np.array([5]))[0, 0, :len(alts)], fresh, atol=2e-3)
+    assert torch.allclose(f["phr_alt"][0, 0], fresh, atol=1e-5)
 
 
 def test_cache_of_another_backbone_is_refused(cache):
@@ -140,19 +146,24 @@ def test_heads_of_one_model_share_its_features_and_score_as_alone(builtin_cache,
     from unbag.heads import protocol as hp
 
     backend, bench = models.load("builtin"), benchmarks.load(f"ctrl:{tiny_bench}")
-    heads = [train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind=kind, early=early), steps=2, batch_size=8),
-                        tmp_path / f"{kind}{early}", progress=False)
-             for kind, early in (("tfglobal", False), ("tflocal", False), ("tflocal", True))]
-    calls = []
-    real = hp.image_features
+    heads = [train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind=kind, early=early, calibrate=cal),
+                                                       steps=2, batch_size=8),
+                        tmp_path / f"{kind}{early}{cal}", progress=False)
+             for kind, early, cal in (("tfglobal", False, False), ("tflocal", False, False), ("tflocal-li", False, True),
+                                      ("tflocal", True, False))]
+    calls, alts = [], []
+    real, real_alt = hp.image_features, hp.alternative_features
     monkeypatch.setattr(hp, "image_features", lambda *a, **kw: calls.append(kw["early"]) or real(*a, **kw))
+    monkeypatch.setattr(hp, "alternative_features", lambda *a, **kw: alts.append(1) or real_alt(*a, **kw))
     hp._FEATURES.clear()
     shared = [hp.score_head(backend, bench, path=str(h)) for h in heads]
-    assert calls == [False, True]  # once for the first two heads; again where early patches are needed
+    # once for the first three heads (the calibrated one adds only its phrases' alternatives); again
+    # where early patches are needed
+    assert calls == [False, True] and alts == [1]
     monkeypatch.setattr(hp, "MEMO_BYTES", 0)  # nothing kept: every head computes its own features
     hp._FEATURES.clear()
     alone = [hp.score_head(backend, bench, path=str(h)) for h in heads]
-    assert calls[2:] == [False, False, True] and not hp._FEATURES
+    assert calls[2:] == [False, False, False, True] and alts == [1, 1] and not hp._FEATURES
     assert all(torch.equal(a, b) for a, b in zip(shared, alone))
 
 
@@ -282,23 +293,19 @@ def test_calibrated_start_hand_computed():
         head(None, patches, text, mask)
 
 
-def test_calibrate_is_for_tflocal_li_over_phrases_and_needs_alternatives_in_the_cache(cache, tmp_path):
+def test_calibrate_is_for_tflocal_li_over_phrases_and_does_not_change_training(cache, tmp_path):
+    from safetensors.torch import load_file
+
     from unbag.api import train
 
     for method, text in (("tflocal", "phrases"), ("tflocal-li", "tokens")):
         with pytest.raises(UnbagError, match="--calibrate is for tflocal-li over phrases"):
             train(method, None, str(cache), tmp_path / "h", calibrate=True, text=text)
-    old = tmp_path / "old"  # a cache written before phrase alternatives were cached
-    old.mkdir()
-    for f in cache.iterdir():
-        if not f.name.startswith("phr_alt"):
-            (old / f.name).write_bytes(f.read_bytes())
-    index = json.loads((old / "index.json").read_text())
-    index["fields"] = {k: v for k, v in index["fields"].items() if not k.startswith("phr_alt")}
-    (old / "index.json").write_text(json.dumps(index))
-    with pytest.raises(UnbagError, match="no phrase alternatives"):
-        train("tflocal-li", None, str(old), tmp_path / "h", calibrate=True, steps=1)
-    assert not (tmp_path / "h").exists()
+    plain = train("tflocal-li", None, str(cache), tmp_path / "plain", steps=3, batch_size=16)
+    cal = train("tflocal-li", None, str(cache), tmp_path / "cal", steps=3, batch_size=16, calibrate=True)
+    a, b = load_file(str(plain / "head.safetensors")), load_file(str(cal / "head.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # a scoring rule only
+    assert load_head(cal)[0].cfg.calibrate and not load_head(plain)[0].cfg.calibrate
 
 
 @pytest.mark.parametrize("layers", [1, 0])  # 0: no context layer

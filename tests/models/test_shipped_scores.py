@@ -1,7 +1,9 @@
-"""Every shipped model and head scores ctrl exactly as when it was shipped.
+"""Every shipped model and head scores ctrl as when it was shipped (to float32 rounding).
 
 The reference scores (tests/fixtures/shipped_scores.safetensors) were recorded when the weights were
-reshipped (2026-12-01, the built-in model after its siblings runs), with `python tests/models/test_shipped_scores.py runs/reship/siblings2`:
+reshipped (2026-12-01, the built-in model after its siblings runs), with `python tests/models/test_shipped_scores.py runs/reship/siblings2`
+(the TFLocal-LI heads' scores re-recorded when they became calibrated, same day, with `--only
+head:builtin:tflocal-li`):
 `builtin` under global cosine from the dense fp32 model the training run wrote (so the test also
 checks that packing it, src/unbag/models/overlay.py, changed no score), everything else from the
 shipped files (a guard against any change in loading, overlays or heads). The weights' SHA-1s are
@@ -49,7 +51,11 @@ def test_shipped_model_scores_ctrl_as_when_shipped(spec):
     for proto, s in got.items():
         ref = want[f"{spec}|{proto}"]
         assert s.shape == ref.shape and s.shape[0] == 10 * PER_CATEGORY
-        assert torch.equal(s, ref), (spec, proto, (s - ref).abs().max().item())
+        # equal up to float32 rounding: CPUs differ in their kernels' summation order (up to 34 ulps of
+        # the largest score seen on a CPU other than the recording one); a changed weight moves
+        # scores by orders of magnitude more
+        tol = 128 * torch.finfo(torch.float32).eps * float(ref.abs().max())
+        assert float((s - ref).abs().max()) <= tol, (spec, proto, (s - ref).abs().max().item(), tol)
 
 
 if __name__ == "__main__":  # record the reference: only when reshipping, given the builtin's training run
@@ -57,8 +63,18 @@ if __name__ == "__main__":  # record the reference: only when reshipping, given 
 
     from unbag.utils import versions
 
+    if len(sys.argv) == 3 and sys.argv[1] == "--only":  # re-record one protocol's scores, keep the rest
+        from safetensors import safe_open
+
+        with safe_open(str(FIXTURE), "pt") as f:
+            tensors, meta = {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
+        for spec in MODELS:
+            tensors[f"{spec}|{sys.argv[2]}"] = shipped_scores(spec, (sys.argv[2],))[0][sys.argv[2]].contiguous()
+        save_file(tensors, str(FIXTURE), metadata=meta)
+        sys.exit(print(f"re-recorded {sys.argv[2]} in {FIXTURE}", file=sys.stderr))
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/models/test_shipped_scores.py RUN_DIR  (the built-in model's training run)")
+        sys.exit("usage: python tests/models/test_shipped_scores.py RUN_DIR  (the built-in model's training run)\n"
+                 "       python tests/models/test_shipped_scores.py --only PROTOCOL  (re-record one protocol)")
     tensors, ids = {}, {}
     for spec in MODELS:
         scores, ids[spec] = shipped_scores(spec)

@@ -7,14 +7,14 @@ Fields: img_global [D], img_patches [P, D], img_patches_early [P, D] (after the 
 the backend offers it), txt_global [D], txt_tokens [L, D], txt_mask [L],
 phr_global [K, D] (each caption phrase encoded on its own), phr_mask [K], phr_want [K] (how many
 boxes a region must join to match the phrase: 1 for an object, n for "n ..." groups, 0 any),
-phr_alt [K, A, D] and phr_alt_mask [K, A] (each phrase's one-attribute changes encoded on their
-own, the first MAX_ALTS; for TFLocal-LI's calibrated start),
 img_regions [R, D] (SGI's region embeddings: blobs and their unions, masked in place, 2 phase
 views; zero rows pad), reg_size [R] (boxes per region, 0 for padding), twin [] (row of this row's
 binding-swap twin, -1 if none). Rows 0..N-1 are stream samples, the rest their twins.
 Caches of caption data (csv/jsonl/wds/degla, e.g. COCO) have no twins; each row brings a hard
 negative caption instead, as neg_txt_global, neg_txt_tokens, neg_txt_mask, neg_phr_global,
 neg_phr_mask, neg_phr_want and has_neg [] (False where no negative could be made).
+Scoring with a calibrated TFLocal-LI also computes phr_alt [K, A, D] and phr_alt_mask [K, A] (each
+phrase's one-attribute changes encoded on their own, the first MAX_ALTS); caches never hold them.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from ..utils import atomic_dir
 SHARD = 8192
 MAX_PHRASES = 5
 MAX_REGIONS = 16  # single regions come first, so a crowded image loses unions, not objects
-MAX_ALTS = 9  # one-attribute changes of a world phrase that names a size, a color and a material
+MAX_ALTS = 12  # changes of a counted world phrase that names a size, a color and a material: 1 + 7 + 1 + 3 numbers
 FORMAT = "unbag-features"
 
 
@@ -100,9 +100,8 @@ def alternative_features(backend: Backend, phrases: list[list], dim: int) -> dic
 
 
 @torch.inference_mode()
-def text_features(backend: Backend, captions: list[str], phrases: list[list], alternatives: bool = True) -> dict:
-    """Frozen global and token features of captions, and each phrase (an sgi Segment) encoded on its
-    own (`alternatives`: with its one-attribute changes, alternative_features)."""
+def text_features(backend: Backend, captions: list[str], phrases: list[list]) -> dict:
+    """Frozen global and token features of captions, and each phrase (an sgi Segment) encoded on its own."""
     from ..sgi.protocol import region_count
 
     dev = backend.device
@@ -118,9 +117,8 @@ def text_features(backend: Backend, captions: list[str], phrases: list[list], al
         phr[i, :n], pmask[i, :n] = pe[k:k + n], True
         want[i, :n] = torch.tensor([region_count(p) for p in ps[:n]])
         k += n
-    out = {"txt_global": _l2(tx.embeds), "txt_tokens": _l2(tx.tokens), "txt_mask": tx.mask.cpu(),
-           "phr_global": phr, "phr_mask": pmask, "phr_want": want}
-    return out | alternative_features(backend, phrases, pe.shape[1]) if alternatives else out
+    return {"txt_global": _l2(tx.embeds), "txt_tokens": _l2(tx.tokens), "txt_mask": tx.mask.cpu(),
+            "phr_global": phr, "phr_mask": pmask, "phr_want": want}
 
 
 def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1,

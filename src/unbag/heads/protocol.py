@@ -20,7 +20,7 @@ from ..errors import UnbagError
 from ..models.base import Backend, weights_id
 from ..scoring.encode import pixels_of, unique
 from .common import head_inputs
-from .features import image_features, pack_regions, text_features
+from .features import alternative_features, image_features, pack_regions, text_features
 from .train import load_head
 
 # The frozen features of the last benchmark a head scored (key: weights, images, captions): a
@@ -49,7 +49,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     img_keys = [image_key(r) for r in refs]
     img_order, img_inv = unique(img_keys)
     cap_order, cap_inv = unique(texts)
-    key = hashlib.sha1(repr((model_id, head.cfg.early, head.cfg.calibrate, [img_keys[i] for i in img_order],
+    key = hashlib.sha1(repr((model_id, head.cfg.early, [img_keys[i] for i in img_order],
                              [(texts[c], [p.text for p in phrases[c]]) for c in cap_order])).encode()).hexdigest()
     fields = _FEATURES.get("fields") if _FEATURES.get("key") == key else None
     if fields is None:  # the heads of one model share its frozen features
@@ -62,12 +62,15 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
                 feats.setdefault(k, []).append(v)
         for s in range(0, len(cap_order), batch_size):
             cc = cap_order[s:s + batch_size]
-            for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc],
-                                      alternatives=head.cfg.calibrate).items():
+            for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
                 feats.setdefault(k, []).append(v)
         fields = {k: torch.cat(v) for k, v in feats.items()}
         if sum(t.nbytes for t in fields.values()) <= MEMO_BYTES:
             _FEATURES.update(key=key, fields=fields)
+    if head.cfg.calibrate and "phr_alt" not in fields:  # only the texts' alternatives are new
+        fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1])
+        if _FEATURES.get("key") == key and sum(t.nbytes for t in fields.values()) <= MEMO_BYTES:
+            _FEATURES["fields"] = fields
     fields = dict(fields)
     if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
         regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)

@@ -15,10 +15,12 @@ context layer: the correction then reads each patch and its position alone.
 
 `calibrate` (unbag's, docs/heads.md): each phrase's score is its best (corrected) patch cosine
 less that of its closest one-attribute change ("a small red cube" against "a large red cube",
-"a small blue cube", ...: the world's sizes, colors and materials), so a phrase counts by how much
+"a small blue cube", ...: the world's sizes, colors and materials, and for a counted phrase its
+other numbers, training/objectives/dense.py `alternatives`), so a phrase counts by how much
 better the image supports it than its nearest rival, not by how much the image looks like it at
-all. Phrases naming no such attribute keep their plain score. The untrained head then ranks as
-this calibrated late interaction.
+all. Phrases naming no such attribute keep their plain score. Calibration is a scoring rule: the
+correction is trained on the plain score (heads/train.py), and an untrained calibrated head ranks
+as calibrated late interaction.
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ class TFLocalLI(nn.Module):
         `alt` [N, T, A, D] with `alt_mask` [N, T, A] (`img_global`, `tok_size` and `want` are not used)."""
         if self.cfg.calibrate and alt is None:
             raise ValueError("a calibrated TFLocal-LI head scores phrases against their alternatives: "
-                             "give alt and alt_mask (cache fields phr_alt, phr_alt_mask)")
+                             "give alt and alt_mask (heads.features.alternative_features)")
         ctx = tokens + self.pos if self.context is None else self.context(tokens + self.pos)
         u = self.img_proj(torch.cat([tokens, ctx], -1))  # [N, P, w]
 
@@ -71,6 +73,11 @@ def combine(best, text: torch.Tensor, mask: torch.Tensor, alt: torch.Tensor | No
             alt_mask: torch.Tensor | None) -> torch.Tensor:
     """Mean over the text vectors of `best` (text [N, M, D] -> [N, M]); with alternatives, each
     text vector's less its closest alternative's (a phrase without any: less nothing)."""
+    t = max(int(mask.sum(1).max()), 1) if mask.numel() else mask.shape[1]  # padding is masked: leave it out
+    text, mask = text[:, :t], mask[:, :t]
+    if alt is not None:
+        a = int(alt_mask[:, :t].sum(-1).max()) if alt_mask.numel() else 0
+        alt, alt_mask = (alt[:, :t, :a], alt_mask[:, :t, :a]) if a else (None, None)
     score = best(text)
     if alt is not None:
         closest = best(alt.flatten(1, 2)).view(alt.shape[:3]).masked_fill(~alt_mask, float("-inf")).amax(-1)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from ...dist import gather
 from ...models.base import Backend
 from ...sgi import segments as seg
-from ...world.captions import PLURAL
+from ...world.captions import NUMBERS, PLURAL
 from ...world.scene import COLORS, MATERIALS, SIZES
 from .base import Objective
 from .clip import ClipObjective, clip_loss
@@ -66,10 +66,21 @@ def attribute_changes(text: str) -> list[list[str]]:
     return out
 
 
+def number_changes(text: str) -> list[str]:
+    """A counted phrase ("two small red spheres") with each other number of the world's grammar,
+    the noun in that number ("one small red sphere", "three small red spheres", ...)."""
+    words = text.split()
+    count = next((n for n, w in NUMBERS.items() if w == words[0]), None)
+    noun = NOUNS.get(words[-1])
+    if count is None or noun is None or len(words) < 2:
+        return []
+    return [" ".join([w] + words[1:-1] + [noun if n == 1 else PLURAL[noun]]) for n, w in NUMBERS.items() if n != count]
+
+
 def alternatives(text: str) -> list[str]:
-    """Every one-attribute change of a phrase, flat: "a small red cube" gives "a large red cube",
-    "a small blue cube", ... (only the attribute words it names are changed)."""
-    return [a for changes in attribute_changes(text) for a in changes]
+    """Every one-attribute change of a phrase, then every change of its number, flat: "a small red
+    cube" gives "a large red cube", "a small blue cube", ... (only the words it names are changed)."""
+    return [a for changes in attribute_changes(text) for a in changes] + number_changes(text)
 
 
 def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None) -> tuple[list[str], torch.Tensor]:
