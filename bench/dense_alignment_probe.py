@@ -12,7 +12,7 @@ scores ID / OOD of late interaction and of global cosine; nothing is shipped (`-
 trained model). `--steps 0` scores a model as it is (e.g. a `clip-dense` run's).
 
 It also scores the calibrated start of TFLocal-LI (`--calibrate`): each phrase's best cosine less
-that of its closest one-attribute change.
+that of its closest one-word change (attribute or number).
 
 `--why` also prints what the patch tokens know of each attribute: on ctrl's color / size / material
 items, how often an object's own phrase beats the same phrase with one attribute changed (its size,

@@ -198,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--layers", type=int, default=None, help="heads: layers (1)")
     t.add_argument("--early", action="store_true", help="tflocal: attend to first-block patches too")
     t.add_argument("--calibrate", action="store_true", help="tflocal-li: each phrase's score less its closest "
-                   "one-attribute change's (docs/heads.md)")
+                   "one-word change's (docs/heads.md)")
     t.add_argument("--no-hard-negatives", action="store_true", help="heads on caption data: leave each "
                    "caption's hard negative out of the loss (the paper's variant without them)")
     t.add_argument("--steps", type=int, default=None, help="optimisation steps (1000)")

@@ -48,7 +48,7 @@ def test_alternatives_are_every_one_attribute_change_in_word_order():
     others = [c for c in COLORS if c != "red"]
     assert alts == (["a small red metal cube"] + [f"a large {c} metal cube" for c in others]
                     + ["a large red rubber cube"])
-    assert len(alts) == 9 and alternatives("a cat") == [] and alternatives("two") == []
+    assert len(alts) == 9 and alternatives("a cat") == [] and alternatives("two") == [] and alternatives("") == []
     assert alternatives("two cats") == []  # not a shape noun of the world
     assert alternatives("three small spheres") == ["three large spheres", "one small sphere", "two small spheres",
                                                    "four small spheres"]

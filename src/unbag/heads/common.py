@@ -18,7 +18,7 @@ class HeadConfig:
     heads: int = 4
     patches: int = 64  # number of image tokens the head attends to (tflocal: patches, tfregions: regions)
     early: bool = False  # tflocal: attend to first-block patches as well as final ones
-    calibrate: bool = False  # tflocal-li, when scoring: each phrase's score less its closest one-attribute change's
+    calibrate: bool = False  # tflocal-li, when scoring: each phrase's score less its closest one-word change's
 
 
 def text_inputs(fields: dict, text: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,7 +14,7 @@ Caches of caption data (csv/jsonl/wds/degla, e.g. COCO) have no twins; each row 
 negative caption instead, as neg_txt_global, neg_txt_tokens, neg_txt_mask, neg_phr_global,
 neg_phr_mask, neg_phr_want and has_neg [] (False where no negative could be made).
 Scoring with a calibrated TFLocal-LI also computes phr_alt [K, A, D] and phr_alt_mask [K, A] (each
-phrase's one-attribute changes encoded on their own, the first MAX_ALTS); caches never hold them.
+phrase's one-word changes encoded on their own, the first MAX_ALTS); caches never hold them.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def pack_regions(regions: list) -> dict:
 
 @torch.inference_mode()
 def alternative_features(backend: Backend, phrases: list[list], dim: int) -> dict:
-    """phr_alt [N, MAX_PHRASES, MAX_ALTS, dim] and phr_alt_mask: each phrase's one-attribute changes
+    """phr_alt [N, MAX_PHRASES, MAX_ALTS, dim] and phr_alt_mask: each phrase's one-word changes
     (training/objectives/dense.py `alternatives`), each distinct text encoded once."""
     from ..training.objectives.dense import alternatives
 

@@ -14,7 +14,7 @@ A learned temperature sharpens the match loss, as in TFRegions. `layers` 0 leave
 context layer: the correction then reads each patch and its position alone.
 
 `calibrate` (unbag's, docs/heads.md): each phrase's score is its best (corrected) patch cosine
-less that of its closest one-attribute change ("a small red cube" against "a large red cube",
+less that of its closest one-word change ("a small red cube" against "a large red cube",
 "a small blue cube", ...: the world's sizes, colors and materials, and for a counted phrase its
 other numbers, training/objectives/dense.py `alternatives`), so a phrase counts by how much
 better the image supports it than its nearest rival, not by how much the image looks like it at

@@ -70,15 +70,17 @@ def number_changes(text: str) -> list[str]:
     """A counted phrase ("two small red spheres") with each other number of the world's grammar,
     the noun in that number ("one small red sphere", "three small red spheres", ...)."""
     words = text.split()
+    if len(words) < 2:
+        return []
     count = next((n for n, w in NUMBERS.items() if w == words[0]), None)
     noun = NOUNS.get(words[-1])
-    if count is None or noun is None or len(words) < 2:
+    if count is None or noun is None:
         return []
     return [" ".join([w] + words[1:-1] + [noun if n == 1 else PLURAL[noun]]) for n, w in NUMBERS.items() if n != count]
 
 
 def alternatives(text: str) -> list[str]:
-    """Every one-attribute change of a phrase, then every change of its number, flat: "a small red
+    """Every one-word change of a phrase (each attribute word, then its number), flat: "a small red
     cube" gives "a large red cube", "a small blue cube", ... (only the words it names are changed)."""
     return [a for changes in attribute_changes(text) for a in changes] + number_changes(text)
 
