@@ -4,12 +4,12 @@ The public API (docs/api.md): `load_model`, `load_benchmark`, `score`, `evaluate
 `features`, `train`. They are imported on first use, so `import unbag` loads neither torch nor
 any model.
 """
-from .errors import UnbagError
+from .errors import UnbagError, UnbagWarning
 
 __version__ = "0.1.0"
-__all__ = ["UnbagError", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
+__all__ = ["UnbagError", "UnbagWarning", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
            "features", "train"]
-_API = frozenset(__all__[2:])
+_API = frozenset(__all__[3:])
 
 
 def __getattr__(name: str):

@@ -94,6 +94,12 @@ def _captions(captions: Any, arg: str = "captions") -> list[str]:
     return captions
 
 
+def _positive(name: str, value: Any) -> None:
+    """Refuse a count that is not a whole number >= 1 (batch sizes, steps, sample counts)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UnbagError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
 def _pairs(images: Any, captions: Any, name: str) -> "Benchmark":
     """Every image against every caption, as one benchmark item."""
     from .benchmarks.base import Benchmark, Item
@@ -141,13 +147,18 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, ca
 
 
 def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: int = 20000,
-             device: str | None = None, progress: bool = False, regions: bool = True) -> Path:
+             device: str | None = None, progress: bool = False, regions: bool = True,
+             overwrite: bool = False) -> Path:
     """Cache frozen features for head training; the cache folder. `data`: `world[:SEED]` (stream
     samples and their twins), `swaps[:SEED]` (in-distribution SWAP items, seed 1000 by default), or
     caption data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions
     such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
-    needs them; on photos they cost SGI's region search per image)."""
+    needs them; on photos they cost SGI's region search per image). A folder `out` that holds
+    files unbag did not write is refused unless `overwrite`."""
     from .heads.features import extract_captions, extract_swaps, extract_world
+    from .utils import check_out
+    check_out(out, "features", overwrite)
+    _positive("n", n)
     name, _, seed = data.partition(":")
     extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
     if name not in extract:
@@ -157,22 +168,25 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
         except UnbagError:
             raise UnbagError(f"unknown feature data {data!r}; available: world[:SEED], swaps[:SEED], csv:PATH, "
                              "jsonl:PATH, wds:URLS, degla:FILE[:IMAGE_DIR]") from None
-        return Path(extract_captions(_backend(model, device), out, data, n=n, regions=regions, progress=progress))
+        return Path(extract_captions(_backend(model, device), out, data, n=n, regions=regions, progress=progress,
+                                     overwrite=overwrite))
     if seed and not seed.isdigit():
         raise UnbagError(f"feature data {data!r}: the seed after ':' must be a whole number")
     if not regions:
         raise UnbagError("regions=False is for caption data; world and swaps caches always hold regions")
     fn, default_seed = extract[name]
-    return Path(fn(_backend(model, device), out, n=n, seed=int(seed) if seed else default_seed, progress=progress))
+    return Path(fn(_backend(model, device), out, n=n, seed=int(seed) if seed else default_seed, progress=progress,
+                   overwrite=overwrite))
 
 
 def train(method: str, model: "str | None" = None, data: str | os.PathLike = "world",
           out: str | os.PathLike | None = None, *, resume: bool = False, progress: bool = False,
-          **hyperparameters: Any) -> Path:
+          overwrite: bool = False, **hyperparameters: Any) -> Path:
     """Train `method` (clip, ft, negclip, clic, degla; or a head: tflocal, tflocal-li, tfglobal,
     tfregions on a feature cache DIR as `data`) and return the folder of the trained model or head.
     Hyperparameters are the CLI's flags as keywords (e.g. steps=600, lr=1e-4); unset ones take the
-    method's defaults. `resume=True` continues an interrupted run from OUT/ckpt."""
+    method's defaults. `resume=True` continues an interrupted run from OUT/ckpt. A folder `out`
+    that holds files unbag did not write is refused unless `overwrite`."""
     from .heads.train import HEADS
     if not out:
         raise UnbagError("train: give `out`, the folder the run writes")
@@ -181,14 +195,18 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
     if method in HEADS:
         if resume:
             raise UnbagError("heads train in one go from their feature cache; resume applies to the methods")
-        return _train_head(method, model, data, Path(out), progress, hp)
-    from .training.engine import TrainConfig, Trainer
+        from .utils import check_out
+        check_out(out, "train", overwrite)
+        return _train_head(method, model, data, Path(out), progress, hp, overwrite)
+    from .training.engine import TrainConfig, Trainer, check_run_out
+    check_run_out(out, resume, overwrite)  # before the model loads
     cfg = TrainConfig.for_method(method, model=model or "open_clip:unbag-tiny", data=data,
                                  **{"device": default_device(), **hp})
-    return Path(Trainer(cfg, out).fit(resume=resume, progress=progress))
+    return Path(Trainer(cfg, out).fit(resume=resume, progress=progress, overwrite=overwrite))
 
 
-def _train_head(method: str, model: str | None, data: str, out: Path, progress: bool, hp: dict) -> Path:
+def _train_head(method: str, model: str | None, data: str, out: Path, progress: bool, hp: dict,
+                overwrite: bool) -> Path:
     from dataclasses import fields
 
     from .heads.common import HeadConfig
@@ -209,4 +227,4 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
         FeatureCache(data, _backend(model, "cpu"))  # refuses a cache made with other weights
     cfg = HeadTrainConfig(head=HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch}),
                           **{k: v for k, v in hp.items() if k in run})
-    return Path(train_head(data, cfg, out, progress=progress))
+    return Path(train_head(data, cfg, out, progress=progress, overwrite=overwrite))

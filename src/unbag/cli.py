@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
-from .errors import UnbagError
+from .errors import UnbagError, UnbagWarning
+
+_default_showwarning = warnings.showwarning
 
 
 TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
@@ -25,14 +28,14 @@ def _train(a: argparse.Namespace) -> None:
         if a.method not in HEADS:
             raise UnbagError("--no-hard-negatives is for the heads; the trainer's methods choose their own negatives")
         hp["hard_negatives"] = False
-    out = train(a.method, a.model, a.data, a.out, resume=a.resume, progress=not a.quiet, **hp)
+    out = train(a.method, a.model, a.data, a.out, resume=a.resume, progress=not a.quiet, overwrite=a.overwrite, **hp)
     print(f"{'head' if a.method in HEADS else 'model'} written to {out}")
 
 
 def _report(a: argparse.Namespace) -> None:
     from .reports.html import write_report
 
-    out = write_report(a.results, a.out, title=a.title)
+    out = write_report(a.results, a.out, title=a.title, overwrite=a.overwrite)
     print(f"report written to {out}/index.html")
 
 
@@ -59,7 +62,8 @@ def _run(a: argparse.Namespace) -> None:
 def _features(a: argparse.Namespace) -> None:
     from .api import features
 
-    out = features(a.model, a.data, a.out, n=a.n, device=a.device, progress=not a.quiet, regions=not a.no_regions)
+    out = features(a.model, a.data, a.out, n=a.n, device=a.device, progress=not a.quiet, regions=not a.no_regions,
+                   overwrite=a.overwrite)
     print(f"features written to {out}")
 
 
@@ -67,7 +71,8 @@ def _world_build(a: argparse.Namespace) -> None:
     from .world.io import build
 
     out = build(a.out, seed=a.seed, per_category=a.per_category, px=a.size,
-                categories=a.categories.split(",") if a.categories else None, progress=not a.quiet)
+                categories=a.categories.split(",") if a.categories else None, progress=not a.quiet,
+                overwrite=a.overwrite)
     print(f"benchmark written to {out}")
 
 
@@ -158,6 +163,18 @@ def _demo(a: argparse.Namespace) -> None:
     print(f"results in {a.out}/results/, report at {report}/index.html")
 
 
+def _add_overwrite(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true", help="replace --out even if it holds files unbag did "
+                   "not write (without it such a folder is refused)")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, UnbagWarning):
+        print(f"unbag: warning: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
 def parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -178,6 +195,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--size", type=int, default=64, help="image side in pixels")
     b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
     b.add_argument("--quiet", action="store_true")
+    _add_overwrite(b)
     b.set_defaults(fn=_world_build)
     s = w.add_parser("show", help="draw a labelled contact sheet of SWAP items")
     s.add_argument("--out", required=True, help="PNG file")
@@ -234,6 +252,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--log-every", type=int, default=None, help="steps between log lines (10)")
     t.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     t.add_argument("--quiet", action="store_true")
+    _add_overwrite(t)
     t.set_defaults(fn=_train)
 
     e = sub.add_parser("eval", help="score a model on a benchmark")
@@ -261,6 +280,7 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--out", required=True)
     f.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     f.add_argument("--quiet", action="store_true")
+    _add_overwrite(f)
     f.set_defaults(fn=_features)
 
     r = sub.add_parser("run", help="run a plan: models x benchmarks x protocols (resumable)")
@@ -275,6 +295,7 @@ def parser() -> argparse.ArgumentParser:
                     "SGI explanation images are linked)")
     rp.add_argument("--out", required=True, help="report folder")
     rp.add_argument("--title", default="unbag results")
+    _add_overwrite(rp)
     rp.set_defaults(fn=_report)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
@@ -306,6 +327,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    warnings.simplefilter("always", UnbagWarning)
+    warnings.showwarning = _show_warning
     try:
         args.fn(args)
         from . import dist

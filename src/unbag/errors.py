@@ -14,3 +14,13 @@ def where(path: object, line: int | None = None, field: str | None = None) -> st
     if field is not None:
         out += f": field '{field}'"
     return out
+
+
+class UnbagWarning(UserWarning):
+    """Something a user should know about a result that is still computed (the CLI prints it)."""
+
+
+def warn(message: str) -> None:
+    """Warn through Python's `warnings` (the CLI shows it as `unbag: warning: ...`)."""
+    import warnings
+    warnings.warn(message, UnbagWarning, stacklevel=3)

@@ -12,14 +12,69 @@ from pathlib import Path
 from typing import Iterator
 
 
-@contextlib.contextmanager
-def atomic_dir(out: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary sibling directory that replaces `out` only if the block succeeds."""
+MARKER = ".unbag-output"  # in every folder unbag writes whole: which command wrote it
+
+
+def umask() -> int:
+    """The process's umask (os has no getter: set and restore it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def mark(folder: Path, kind: str, files: list[str]) -> None:
+    """Record in `folder` that `kind` wrote it, and which of its entries are unbag's."""
+    atomic_write(folder / MARKER, json.dumps({"kind": kind, "files": sorted(files)}) + "\n")
+
+
+def _marker(folder: Path) -> dict | None:
+    try:
+        mark = json.loads((folder / MARKER).read_text())
+        return mark if isinstance(mark, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False) -> Path:
+    """Refuse an output folder unbag must not replace, before any work: a file, a folder holding
+    files unbag did not write (or that another kind of command wrote), or one it cannot write.
+    An empty folder, or one the same kind of command wrote, is replaced; `overwrite` allows any folder."""
+    from .errors import UnbagError
+
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UnbagError(f"{out}: is a file; --out names the folder `{kind}` writes")
+    if out.is_dir() and not overwrite:
+        made = _marker(out) or {}
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in {MARKER, *made.get("files", ())})
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise UnbagError(f"{out}: holds files unbag did not write ({shown}); choose another --out, or "
+                             "pass --overwrite to replace the folder")
+        if made and made.get("kind") != kind:
+            raise UnbagError(f"{out}: written by `{made.get('kind')}`, not by `{kind}`; choose another --out, "
+                             "or pass --overwrite to replace it")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UnbagError(f"{out}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK) or (out.is_dir() and not os.access(out, os.W_OK | os.X_OK)):
+        raise UnbagError(f"{out}: not writable")
+    return out
+
+
+@contextlib.contextmanager
+def atomic_dir(out: str | os.PathLike, kind: str, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling directory that replaces `out` only if the block succeeds; `out`
+    is checked first (`check_out`) and marked as written by `kind`."""
+    out = check_out(out, kind, overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700 whatever the umask
         yield tmp
+        mark(tmp, kind, [p.name for p in tmp.iterdir()])
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             out.rename(old)
@@ -38,6 +93,7 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes it 0600 whatever the umask
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)

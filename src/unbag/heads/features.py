@@ -122,7 +122,7 @@ def text_features(backend: Backend, captions: list[str], phrases: list[list]) ->
 
 
 def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1,
-                  chunk: int = 256, progress: bool = True) -> Path:
+                  chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
     """Cache features of world stream samples 0..n-1 (seed) and of their twins."""
     from ..world import stream
 
@@ -149,11 +149,11 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
         twin[k], twin[n + j] = n + j, k
     fields["twin"] = twin
     meta = {"data": f"world:{seed}", "samples": n, "twins": len(twin_of)}
-    return write(out, backend, fields, meta)
+    return write(out, backend, fields, meta, overwrite)
 
 
 def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000,
-                  chunk: int = 256, progress: bool = True) -> Path:
+                  chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
     """Cache features of n in-distribution SWAP items (both images and captions; each row's twin is
     the other half of its item). Held-out combinations never occur: items are built for split "id",
     from a seed other than the test benchmark's."""
@@ -175,7 +175,8 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     fields = {k: np.concatenate(v) for k, v in parts.items()}
     rows = len(fields["img_global"])
     fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
-    return write(out, backend, fields, {"data": f"swaps:{seed}", "samples": rows, "twins": rows})
+    return write(out, backend, fields, {"data": f"swaps:{seed}", "samples": rows, "twins": rows},
+                 overwrite)
 
 
 def caption_records(data: str, n: int, seed: int = 0) -> Iterator[tuple[Image.Image, str, list[str]]]:
@@ -199,7 +200,7 @@ def caption_records(data: str, n: int, seed: int = 0) -> Iterator[tuple[Image.Im
 
 
 def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int, seed: int = 0,
-                     regions: bool = True, chunk: int = 64, progress: bool = True) -> Path:
+                     regions: bool = True, chunk: int = 64, progress: bool = True, overwrite: bool = False) -> Path:
     """Cache features of the first n records of caption data (photos with captions, e.g. COCO),
     each with one hard negative caption: the data's own (DeGLA's enhanced negatives) or else one
     of unbag's typed negatives of the caption (`unbag negatives`' rules: swapped or replaced
@@ -211,7 +212,7 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
 
     gen = RuleGenerator()
     total = negatives = 0
-    with atomic_dir(out) as tmp, Progress(disable=not progress) as bar:
+    with atomic_dir(out, "features", overwrite) as tmp, Progress(disable=not progress) as bar:
         shards = ShardWriter(tmp)  # rows go to disk shard by shard: a COCO-sized cache never sits in memory
         task = bar.add_task("features", total=n)
         records = caption_records(data, n, seed)
@@ -234,6 +235,7 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
             bar.update(task, advance=len(batch))
         if not total:
             raise UnbagError(f"{data}: no records to extract features from")
+        bar.update(task, total=total)  # the data may hold fewer than n records
         index = _index(backend, total, shards.finish(), {"data": data, "samples": total, "twins": 0,
                                                          "negatives": negatives})
         (tmp / "index.json").write_text(json.dumps(index, indent=2) + "\n")
@@ -275,9 +277,10 @@ def _index(backend: Backend, rows: int, fields: dict, meta: dict) -> dict:
             "rows": rows, "shard_rows": SHARD, "fields": fields, **meta}
 
 
-def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict) -> Path:
+def write(out: str | os.PathLike, backend: Backend, fields: dict[str, np.ndarray], meta: dict,
+          overwrite: bool = False) -> Path:
     """Write fields as shards (features as fp16) with an index, atomically."""
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, "features", overwrite) as tmp:
         shards = ShardWriter(tmp)
         shards.add(fields)
         index = _index(backend, shards.rows, shards.finish(), meta)

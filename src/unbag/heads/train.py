@@ -87,7 +87,7 @@ def step_loss(head: torch.nn.Module, cache: FeatureCache, rows: np.ndarray, twin
 
 
 def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os.PathLike,
-               progress: bool = True) -> Path:
+               progress: bool = True, overwrite: bool = False) -> Path:
     """Train on every cache row as a positive; save head.safetensors + head.json to `out`."""
     cache = FeatureCache(cache_dir)
     torch.manual_seed(cfg.seed)
@@ -132,7 +132,7 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
               "backbone": cache.index["backbone"], "backbone_id": cache.index["backbone_id"],
               "cache": str(cache_dir), "params": sum(p.numel() for p in head.parameters()),
               "train_s": time.perf_counter() - t0, "versions": versions(), "log": log}
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, "train", overwrite) as tmp:
         save_file({k: v.contiguous() for k, v in head.state_dict().items()}, str(tmp / "head.safetensors"))
         (tmp / "head.json").write_text(json.dumps(record, indent=2) + "\n")
     return Path(out)

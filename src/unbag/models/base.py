@@ -100,11 +100,12 @@ class Backend(ABC):
         save_file(state, str(folder / self.weights_file), metadata={"format": "pt"})
         self.write_config(folder, extra)
 
-    def save(self, out: str | os.PathLike, extra: dict | None = None) -> Path:
-        """Write a model folder that `unbag.models.load(out)` loads back, atomically."""
+    def save(self, out: str | os.PathLike, extra: dict | None = None, overwrite: bool = False) -> Path:
+        """Write a model folder that `unbag.models.load(out)` loads back, atomically (a folder of
+        other files is refused unless `overwrite`)."""
         from ..utils import atomic_dir
 
-        with atomic_dir(out) as tmp:
+        with atomic_dir(out, "model", overwrite) as tmp:
             self.write(tmp, extra)
         return Path(out)
 

@@ -142,7 +142,7 @@ def save_overlay(model: str, base: str, out: str | os.PathLike, meta: dict | Non
         raise UnbagError(f"{model} and {base} do not have the same tensors")
     state = pack(tuned, ref)
     names = {k.split("::")[0] for k in state}
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, "model", overwrite=True) as tmp:
         save_file(state, str(tmp / "weights.safetensors"))
         (tmp / "overlay.json").write_text(json.dumps({
             "base": base, "dtype": "float16", "tensors": len(names),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UnbagError
-from ..utils import atomic_dir
+from ..utils import atomic_dir, check_out
 from ..world.swap import CATEGORIES
 
 CELL = re.compile(r"^(?P<model>[^_]+(?:_[^_]+)*)__(?P<bench>.+)__(?P<protocol>[^_]+(?:_[^_]+)*)\.json$")
@@ -266,13 +266,15 @@ window.addEventListener("load", () => {{
 """
 
 
-def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results") -> Path:
+def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results",
+                 overwrite: bool = False) -> Path:
     """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/ from results
     files and run folders (no model is loaded: explanation images come from the run folders)."""
+    check_out(out, "report", overwrite)  # before reading anything
     results = collect(paths)
     rows = _rows(results)
     head, body = main_table(rows)
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, "report", overwrite) as tmp:
         for sub in ("data", "figures", "explain"):
             (tmp / sub).mkdir()
         for r in results:

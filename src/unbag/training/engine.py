@@ -17,12 +17,22 @@ from safetensors.torch import load_file, save_file
 
 from .. import models
 from ..errors import UnbagError
-from ..utils import atomic_dir, atomic_write, versions, write_json
+from ..errors import warn
+from ..utils import atomic_dir, atomic_write, check_out, mark, versions, write_json
 from .. import dist
 from . import freeze
 from .data import batches
 from .ema import EMA
 from .objectives import OBJECTIVES
+
+
+RUN_FILES = ["config.json", "log.jsonl", "ckpt", "best", "model", "model_ema"]  # what a run folder holds
+
+
+def check_run_out(out: str | os.PathLike, resume: bool, overwrite: bool = False) -> None:
+    """Refuse a run folder of other files (`check_out`), unless resuming a checkpoint there."""
+    if not (resume and (Path(out) / "ckpt" / "trainer.pt").is_file()):
+        check_out(out, "train", overwrite)
 
 
 @dataclass
@@ -158,7 +168,7 @@ class Trainer:
     def save_checkpoint(self) -> None:
         if self.rank:
             return
-        with atomic_dir(self.ckpt_dir) as tmp:
+        with atomic_dir(self.ckpt_dir, "checkpoint", overwrite=True) as tmp:
             # the checkpoint is also a model folder of the backend's kind: `unbag eval --model OUT/ckpt`
             # works mid-run (the trainer's config is train_config.json: transformers owns config.json)
             self.backend.write(tmp)
@@ -204,7 +214,7 @@ class Trainer:
         score = validate(self.backend, self.val_set)
         if self.best is None or score > self.best["val"]:  # strict: the earliest best is kept
             self.best = {"step": self.step, "val": score, "select": self.cfg.select}
-            with atomic_dir(self.best_dir) as tmp:
+            with atomic_dir(self.best_dir, "checkpoint", overwrite=True) as tmp:
                 save_file(_state(self.model), str(tmp / "model.safetensors"))
                 write_json(tmp / "best.json", self.best)
         log.write(json.dumps({"step": self.step - 1, "val_group": score,
@@ -257,10 +267,13 @@ class Trainer:
             self.ema.update(self.model)
         return loss_sum, float(gnorm), extra
 
-    def fit(self, resume: bool = False, progress: bool = True) -> Path:
+    def fit(self, resume: bool = False, progress: bool = True, overwrite: bool = False) -> Path:
         """Train to cfg.steps (continuing from out/ckpt with resume) and export out/model."""
         cfg, lead = self.cfg, self.rank == 0
+        check_run_out(self.out, resume, overwrite)
         self.out.mkdir(parents=True, exist_ok=True)
+        if lead:
+            mark(self.out, "train", RUN_FILES)
         log_path = self.out / "log.jsonl"
         if resume and self.load_checkpoint():
             # drop log lines past the checkpoint: those steps are run again
@@ -270,6 +283,8 @@ class Trainer:
                 atomic_write(log_path, "".join(ln + "\n" for ln in lines))
         elif (self.ckpt_dir / "trainer.pt").exists():
             raise UnbagError(f"{self.out}: holds a checkpoint already; pass --resume or another --out")
+        elif resume:
+            warn(f"{self.out}: --resume, but no checkpoint at {self.ckpt_dir}/trainer.pt: starting from step 0")
         elif lead:
             log_path.unlink(missing_ok=True)
             shutil.rmtree(self.best_dir, ignore_errors=True)
@@ -321,11 +336,11 @@ class Trainer:
                 self.model.load_state_dict(load_file(str(self.best_dir / "model.safetensors"),
                                                      device=str(self.backend.device)))
                 meta["selected"] = self.best
-            self.backend.save(out, extra=meta)
+            self.backend.save(out, extra=meta, overwrite=True)  # a part of its own run folder
             if self.ema is not None:
                 teacher = copy.copy(self.backend)
                 teacher.model = self.ema.model
-                teacher.save(self.out / "model_ema", extra=meta | {"weights": "ema"})
+                teacher.save(self.out / "model_ema", extra=meta | {"weights": "ema"}, overwrite=True)
         dist.barrier()
         return out
 

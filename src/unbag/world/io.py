@@ -61,7 +61,7 @@ def generate(seed: int, per_category: int, categories: list[str] | None = None):
 
 
 def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: int = 64,
-          categories: list[str] | None = None, progress: bool = True) -> Path:
+          categories: list[str] | None = None, progress: bool = True, overwrite: bool = False) -> Path:
     """Write the benchmark to `out` atomically (a failed build leaves nothing behind)."""
     categories = list(categories or CATEGORIES)
     for c in categories:
@@ -69,7 +69,7 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
             from ..errors import UnbagError
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
     total = len(SPLITS) * len(categories) * per_category
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, "world build", overwrite) as tmp:
         (tmp / "images").mkdir()
         lines = []
         items = generate(seed, per_category, categories)

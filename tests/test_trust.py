@@ -1,0 +1,88 @@
+"""A user's files and results are never lost, stale or silently wrong (one test per promise)."""
+import json
+import os
+import stat
+
+import pytest
+
+from unbag.cli import main
+
+
+def _run(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# -- output folders: unbag replaces only what it wrote -------------------------------------
+
+@pytest.fixture
+def results_file(tiny_bench, tmp_path_factory):
+    out = tmp_path_factory.mktemp("res") / "r.json"
+    assert main(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}", "--out", str(out),
+                 "--quiet"]) == 0
+    return out
+
+
+def _commands(tmp_path, results_file, tiny_bench, out):
+    return {
+        "report": ["report", str(results_file), "--out", str(out)],
+        "world": ["world", "build", "--out", str(out), "--per-category", "1", "--size", "32", "--quiet"],
+        "features": ["features", "--model", "open_clip:unbag-tiny", "--data", "swaps", "--n", "4", "--out", str(out),
+                     "--quiet"],
+        "train": ["train", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out", str(out), "--quiet"],
+    }
+
+
+@pytest.mark.parametrize("cmd", ["report", "world", "features", "train"])
+def test_out_folder_of_other_files_is_refused(cmd, tmp_path, results_file, tiny_bench, capsys):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "notes.txt").write_text("x")
+    code, _, err = _run(_commands(tmp_path, results_file, tiny_bench, out)[cmd], capsys)
+    assert code == 2 and "unbag did not write" in err and "notes.txt" in err and "--overwrite" in err
+    assert (out / "notes.txt").read_text() == "x" and sorted(os.listdir(out)) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("cmd", ["report", "world", "features", "train"])
+def test_out_that_is_a_file_is_refused_untouched(cmd, tmp_path, results_file, tiny_bench, capsys):
+    out = tmp_path / "f"
+    out.write_text("keep")
+    code, _, err = _run(_commands(tmp_path, results_file, tiny_bench, out)[cmd], capsys)
+    assert code == 2 and "is a file" in err and "Traceback" not in err
+    assert out.read_text() == "keep" and sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_rerun_replaces_own_folder_and_overwrite_replaces_any(tmp_path, results_file, tiny_bench, capsys):
+    out = tmp_path / "rep"
+    cmd = _commands(tmp_path, results_file, tiny_bench, out)["report"]
+    assert _run(cmd, capsys)[0] == 0 and (out / "index.html").is_file()
+    assert _run(cmd, capsys)[0] == 0  # its own folder: replaced
+    code, _, err = _run(_commands(tmp_path, results_file, tiny_bench, out)["world"], capsys)
+    assert code == 2 and "written by `report`" in err  # another command's folder is not
+    (out / "notes.txt").write_text("x")
+    assert _run(cmd, capsys)[0] == 2
+    assert _run(cmd + ["--overwrite"], capsys)[0] == 0 and not (out / "notes.txt").exists()
+
+
+def test_files_and_folders_follow_the_umask(tmp_path, results_file, capsys):
+    old = os.umask(0o022)
+    try:
+        assert _run(["report", str(results_file), "--out", str(tmp_path / "r")], capsys)[0] == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "r" / "index.html").stat().st_mode) == 0o644
+    from unbag.utils import atomic_write
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "x.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "x.txt").stat().st_mode) == 0o640
+
+
+def test_resume_without_checkpoint_says_so(tmp_path, capsys):
+    code, _, err = _run(["train", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out",
+                         str(tmp_path / "t"), "--resume", "--quiet"], capsys)
+    assert code == 0 and "no checkpoint" in err and "step 0" in err
