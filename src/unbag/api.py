@@ -199,7 +199,8 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
         check_out(out, "train", overwrite)
         return _train_head(method, model, data, Path(out), progress, hp, overwrite)
     from .training.engine import TrainConfig, Trainer, check_run_out
-    check_run_out(out, resume, overwrite)  # before the model loads
+    if os.environ.get("RANK", "0") == "0":  # before the model loads; under torchrun rank 0 checks
+        check_run_out(out, resume, overwrite)
     cfg = TrainConfig.for_method(method, model=model or "open_clip:unbag-tiny", data=data,
                                  **{"device": default_device(), **hp})
     return Path(Trainer(cfg, out).fit(resume=resume, progress=progress, overwrite=overwrite))

@@ -270,10 +270,11 @@ class Trainer:
     def fit(self, resume: bool = False, progress: bool = True, overwrite: bool = False) -> Path:
         """Train to cfg.steps (continuing from out/ckpt with resume) and export out/model."""
         cfg, lead = self.cfg, self.rank == 0
-        check_run_out(self.out, resume, overwrite)
-        self.out.mkdir(parents=True, exist_ok=True)
-        if lead:
+        if lead:  # one process checks and marks the folder; the others would see its temporary files
+            check_run_out(self.out, resume, overwrite)
+            self.out.mkdir(parents=True, exist_ok=True)
             mark(self.out, "train", RUN_FILES)
+        dist.barrier()
         log_path = self.out / "log.jsonl"
         if resume and self.load_checkpoint():
             # drop log lines past the checkpoint: those steps are run again
