@@ -86,3 +86,80 @@ def test_resume_without_checkpoint_says_so(tmp_path, capsys):
     code, _, err = _run(["train", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out",
                          str(tmp_path / "t"), "--resume", "--quiet"], capsys)
     assert code == 0 and "no checkpoint" in err and "step 0" in err
+
+
+# -- unbag run reuses a cell only when every input is unchanged ----------------------------
+
+def _sc_plan(tmp_path, bench_dir, extra=""):
+    from unbag import models
+    tiny = tmp_path / "tiny"
+    if not tiny.exists():
+        models.load("open_clip:unbag-tiny").save(tiny)
+    p = tmp_path / "plan.toml"
+    p.write_text(f'out = "{tmp_path / "out"}"\n[models]\ntiny = "{tiny}"\n[benchmarks]\nsc = "sugarcrepe:{bench_dir}"\n'
+                 f'[protocols]\nglobal = "global"\n{extra}')
+    return p
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    from unbag import evaluation
+    real, calls = evaluation.evaluate, []
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    return calls
+
+
+def test_run_reruns_a_cell_whose_benchmark_files_or_spec_changed(tmp_path, sugarcrepe_dir, counted):
+    import shutil
+    from unbag.run import run_plan
+    sc = tmp_path / "sc"
+    shutil.copytree(sugarcrepe_dir, sc)
+    plan = _sc_plan(tmp_path, sc)
+    first = run_plan(plan, progress=False)[0]
+    run_plan(plan, progress=False)
+    assert len(counted) == 1  # unchanged: reused
+    f = sc / "data" / "add_att.json"
+    data = json.loads(f.read_text())
+    data["0"]["caption"] = "a table on a cube"  # an edited caption
+    f.write_text(json.dumps(data))
+    run_plan(plan, progress=False)
+    assert len(counted) == 2
+    other = tmp_path / "sc2"
+    shutil.copytree(sugarcrepe_dir, other)
+    res = run_plan(_sc_plan(tmp_path, other), progress=False)[0]  # the name points at another folder
+    assert len(counted) == 3 and res["benchmark"]["spec"] == f"sugarcrepe:{other}"
+    assert res["benchmark"]["files"] != first["benchmark"]["files"]
+
+
+def test_run_retrains_when_the_train_table_changed(tmp_path, monkeypatch):
+    from unbag.run import run_plan
+    plan = tmp_path / "plan.toml"
+    body = ('out = "{out}"\n[train.mine]\nmethod = "clip"\nmodel = "open_clip:unbag-tiny"\nsteps = {steps}\n'
+            'batch_size = 4\nworkers = 0\n[benchmarks]\nr = "ctrl-retrieval:8"\n[protocols]\nglobal = "global"\n')
+    plan.write_text(body.format(out=tmp_path / "out", steps=1))
+    run_plan(plan, progress=False)
+    cfg = json.loads((tmp_path / "out" / "train" / "mine" / "config.json").read_text())["config"]
+    assert cfg["steps"] == 1
+    plan.write_text(body.format(out=tmp_path / "out", steps=2))
+    run_plan(plan, progress=False)
+    cfg = json.loads((tmp_path / "out" / "train" / "mine" / "config.json").read_text())["config"]
+    assert cfg["steps"] == 2
+
+
+@pytest.mark.parametrize("text, field", [("colour = 1\n", "colour"), ("[train.x]\nmethod = 'clip'\nstepz = 3\n", "stepz")])
+def test_unknown_plan_keys_are_errors(tmp_path, text, field):
+    from unbag.errors import UnbagError
+    from unbag.run import read_plan, run_plan
+    p = tmp_path / "p.toml"
+    p.write_text(text + "[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\ng = 'global'\n"
+                 if "train" not in text else "[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\n"
+                 "g = 'global'\n" + text)
+    with pytest.raises(UnbagError, match=field):
+        read_plan(p) if field == "colour" else run_plan(p, out=str(tmp_path / "o"), progress=False)
+
+
+def test_results_record_the_image_root(tmp_path, sugarcrepe_dir):
+    from unbag import api
+    res = api.evaluate("open_clip:unbag-tiny", f"sugarcrepe:{sugarcrepe_dir}:{sugarcrepe_dir / 'val2017'}")
+    assert res["benchmark"]["spec"] == f"sugarcrepe:{sugarcrepe_dir}:{sugarcrepe_dir / 'val2017'}"
+    assert res["benchmark"]["image_root"] == str((sugarcrepe_dir / "val2017").resolve())

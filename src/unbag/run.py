@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 
 if sys.version_info >= (3, 11):
@@ -47,9 +48,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from . import benchmarks
 from .errors import UnbagError
 from .scoring import SGI_PRESETS, resolve
-from .utils import atomic_write, write_json
+from .utils import atomic_write, check_out, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
+PLAN_KEYS = frozenset({"out", "seed", "explain", "models", "train", "benchmarks", "protocols"})
 
 
 def read_plan(path: str | Path) -> dict:
@@ -61,6 +63,10 @@ def read_plan(path: str | Path) -> dict:
         raise UnbagError(f"{path}: plan file not found") from None
     except tomllib.TOMLDecodeError as e:
         raise UnbagError(f"{path}: not valid TOML ({e})") from None
+    unknown = sorted(set(plan) - PLAN_KEYS)
+    if unknown:
+        raise UnbagError(f"{path}: unknown field '{unknown[0]}'; a plan has {', '.join(sorted(PLAN_KEYS))} "
+                         "(docs/plans.md)")
     for field in ("benchmarks", "protocols"):
         if not isinstance(plan.get(field), dict) or not plan[field]:
             raise UnbagError(f"{path}: field '{field}' must be a table of NAME = \"SPEC\"")
@@ -107,6 +113,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
              if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))
              and m in only.get(p, [m])]
     results, loaded, ids, backend = [], {}, {}, None
+    files = {spec: benchmarks.files_fingerprint(spec) for spec in set(plan["benchmarks"].values())}
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
     with Progress(*cols, disable=not progress) as bar:
@@ -122,7 +129,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             if res is not None and model_specs[m] not in ids:  # which weights the spec means now
                 ids[model_specs[m]] = weights_id(backend)
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options,
-                                              plan["benchmarks"][b]):
+                                              plan["benchmarks"][b], seed, files[plan["benchmarks"][b]]):
                 spec = plan["benchmarks"][b]
                 if spec not in loaded:  # generate/read each benchmark once per run; keep the last
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
@@ -170,10 +177,15 @@ def write_explanations(root: Path, model: str, items: list[str], seed: int, prot
     return out
 
 
-def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str) -> bool:
+def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str,
+                seed: int, files: str | None) -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
-    the cell run again instead of being reused), on the same pixels where unbag renders them."""
+    the cell run again instead of being reused), on the same benchmark spec, seed and files
+    (`files_fingerprint`), and on the same pixels where unbag renders them."""
+    recorded_bench = res.get("benchmark", {})
+    if recorded_bench.get("spec") != bench or res.get("seed") != seed or recorded_bench.get("files") != files:
+        return False
     from .scoring import build
     from .world.render import RENDER_VERSION
 
@@ -189,16 +201,32 @@ def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, opti
 
 def train_entry(name: str, table: dict, root: Path, progress: bool, device: str) -> Path:
     """Train a [train.NAME] model once (resuming an interrupted run); its model folder."""
-    from .training.engine import TrainConfig, Trainer
+    from .training.engine import TrainConfig, Trainer, config_diff
 
     out = root / "train" / name
-    if (out / "model" / "open_clip_config.json").is_file():
-        return out / "model"
     opts = dict(table)
     method = opts.pop("method", "clip")
-    cfg = TrainConfig.for_method(method, device=device, **opts)
+    try:
+        cfg = TrainConfig.for_method(method, device=device, **opts)
+    except UnbagError as e:
+        raise UnbagError(f"train.{name}: {e}") from None
+    saved = _trained_config(out)
+    if saved is not None and config_diff(saved, cfg):  # the plan changed: train again
+        check_out(out, "train")  # only a folder unbag's trainer wrote is replaced
+        shutil.rmtree(out)
+    elif (out / "model" / "open_clip_config.json").is_file():
+        return out / "model"
     Trainer(cfg, out).fit(resume=(out / "ckpt" / "trainer.pt").is_file(), progress=progress)
     return out / "model"
+
+
+def _trained_config(out: Path) -> dict | None:
+    """The training config a run folder was made with (its checkpoint's, else its export's)."""
+    for f in (out / "ckpt" / "train_config.json", out / "config.json"):
+        if f.is_file():
+            data = json.loads(f.read_text())
+            return data.get("config", data) if f.name == "config.json" else data
+    return None
 
 
 def print_matrix(results: list[dict]) -> None:

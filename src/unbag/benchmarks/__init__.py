@@ -6,8 +6,10 @@ next to this one) and register it here (CONTRIBUTING.md).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from ..errors import UnbagError
@@ -67,8 +69,8 @@ BENCHMARKS: dict[str, Kind] = {
     "winoground": Kind("winoground:DIR", _call("winoground", "load", "path"), sgi=PHOTO_SGI),
     "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path"), sgi=PHOTO_SGI),
     "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True),
-    # karpathy reads JSON[:IMAGE_ROOT] itself
-    "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path"), global_only=True),
+    "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
+                     image_root=True, global_only=True),
 }
 
 
@@ -80,17 +82,58 @@ def kind(spec: str) -> Kind:
     return BENCHMARKS[name]
 
 
-def load(spec: str, seed: int = 0):
-    """Load the benchmark a spec names (`seed`: the world seed of generated ones)."""
+def _parts(spec: str) -> tuple[Kind, str, str, str | None]:
+    """(kind, name, path, image root) of a spec."""
     k = kind(spec)
     name, _, path = spec.partition(":")
     image_root = None
     if k.image_root:
         path, _, image_root = path.partition(":")
+    return k, name, path, image_root or None
+
+
+def load(spec: str, seed: int = 0):
+    """Load the benchmark a spec names (`seed`: the world seed of generated ones). Its `spec` is
+    the one given (image root included) and its `info` records the image root and the files'
+    fingerprint (`files_fingerprint`)."""
+    k, name, path, image_root = _parts(spec)
     if k.needs_dir and not path:
         raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {k.form} "
                          "(layouts in docs/benchmarks.md)")
-    return k.loader(path, image_root, seed)
+    b = k.loader(path, image_root, seed)
+    b.spec = spec
+    if image_root:
+        b.info["image_root"] = str(Path(image_root).resolve())
+    b.info["files"] = files_fingerprint(spec)
+    return b
+
+
+ANNOTATIONS = {".json", ".jsonl", ".csv", ".tsv", ".txt", ".parquet", ".toml"}
+
+
+def files_fingerprint(spec: str) -> str | None:
+    """A hash of the files a spec reads (None for generated benchmarks): annotation files by
+    content, other files (images) by path, size and modification time, so that an edited caption,
+    a replaced image or another folder changes it."""
+    k, _, path, image_root = _parts(spec)
+    if not path or (not k.needs_dir and path.isdigit()):
+        return None
+    h = hashlib.sha256()
+    for root in (Path(path), Path(image_root) if image_root else None):
+        if root is None:
+            continue
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root] if root.exists() else []
+        h.update(f"{root.resolve()}\0{len(files)}\0".encode())
+        for f in files:
+            st = f.stat()
+            h.update(f"{f.relative_to(root) if root.is_dir() else f.name}\0{st.st_size}\0".encode())
+            if f.suffix.lower() in ANNOTATIONS:
+                with open(f, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(block)
+            else:
+                h.update(str(st.st_mtime_ns).encode())
+    return h.hexdigest()
 
 
 def sgi_defaults(name: str) -> dict:
@@ -104,5 +147,5 @@ def forms() -> str:
     return " | ".join(k.form for k in BENCHMARKS.values())
 
 
-__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "sgi_defaults",
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "sgi_defaults", "files_fingerprint",
            "BENCHMARKS", "PHOTO_SGI"]

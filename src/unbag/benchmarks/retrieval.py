@@ -45,7 +45,7 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
                          "render": RENDER_VERSION}, px)
 
 
-def karpathy(spec: str, split: str = "test") -> RetrievalSet:
+def karpathy(path: str, image_root: str | None = None, split: str = "test") -> RetrievalSet:
     """karpathy:JSON[:IMAGE_ROOT]: Karpathy's dataset_*.json ({images: [{filepath, filename, split,
     sentences: [{raw}]}]}); images under IMAGE_ROOT (default: the JSON's folder)."""
     from pathlib import Path
@@ -53,7 +53,7 @@ def karpathy(spec: str, split: str = "test") -> RetrievalSet:
     from ..errors import UnbagError
     from .common import need, read_json
 
-    path, _, image_root = spec.partition(":")
+    spec = f"{path}:{image_root}" if image_root else path
     path = Path(path)
     root = Path(image_root) if image_root else path.parent
     data = read_json(path)

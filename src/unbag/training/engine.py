@@ -87,6 +87,17 @@ class TrainConfig:
         return round(self.warmup * self.steps) if 0 < self.warmup < 1 else int(self.warmup)
 
 
+HOW = ("workers", "threads", "device")  # how a run is executed, not what it computes
+
+
+def config_diff(saved: dict, cfg: TrainConfig) -> list[str]:
+    """The fields in which a saved run's config differs from `cfg` (execution settings aside)."""
+    mine = json.loads(json.dumps(asdict(cfg)))
+    # a field the saved config lacks (a run begun by an older unbag) had its default value
+    default = json.loads(json.dumps(asdict(TrainConfig())))
+    return sorted(k for k in mine if saved.get(k, default[k]) != mine[k] and k not in HOW)
+
+
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     """AdamW groups: no decay on ndim<2 tensors, norms, biases, embeddings' gains, logit_scale."""
     decay, no_decay = [], []
@@ -184,11 +195,7 @@ class Trainer:
         if not (self.ckpt_dir / "train_config.json").is_file():
             raise UnbagError(f"{self.ckpt_dir}: a checkpoint from an older unbag (its trainer config was "
                              "config.json); resume it with that version, or start again with another --out")
-        saved = json.loads((self.ckpt_dir / "train_config.json").read_text())
-        mine = json.loads(json.dumps(asdict(self.cfg)))
-        # a field the saved config lacks (a run begun by an older unbag) had its default value
-        default = json.loads(json.dumps(asdict(TrainConfig())))
-        diff = {k for k in mine if saved.get(k, default[k]) != mine[k] and k not in ("workers", "threads", "device")}
+        diff = config_diff(json.loads((self.ckpt_dir / "train_config.json").read_text()), self.cfg)
         if diff:
             raise UnbagError(f"{self.ckpt_dir}/train_config.json: resume with a different config "
                              f"(fields {sorted(diff)}); use a new --out or the same options")
