@@ -65,7 +65,7 @@ def main() -> None:
     p.add_argument("--cache", required=True)
     p.add_argument("--head", required=True, nargs="+", help="trained heads whose scoring cost to measure")
     p.add_argument("--per-category", type=int, default=100)
-    p.add_argument("--ft-model", default=None, help="also time FT on this backbone (e.g. open_clip:ViT-B-32, random "
+    p.add_argument("--ft-model", default=None, help="also time FT on this backbone (e.g. open_clip:ViT-B-32@random, random "
                    "weights): head cost does not depend on the backbone, FT's does")
     a = p.parse_args()
     backend = models.load("builtin")

@@ -72,7 +72,7 @@ def timed(fn):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", type=int, default=200)
-    ap.add_argument("--model", default="open_clip:ViT-B-32", help="default: random weights, 224 px")
+    ap.add_argument("--model", default="open_clip:ViT-B-32@random", help="default: random weights, 224 px")
     ap.add_argument("--threads", type=int, default=0)
     a = ap.parse_args()
     if a.threads:

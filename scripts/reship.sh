@@ -19,7 +19,7 @@ W=src/unbag/weights
 mkdir -p "$R"
 
 if [ ! -f "$R/builtin/model/open_clip_config.json" ]; then
-  $U train --method clip-dense --model open_clip:unbag-tiny --data world:pretraining --steps 3000 \
+  $U train --method clip-dense --model open_clip:unbag-tiny@random --data world:pretraining --steps 3000 \
       --batch-size 128 --lr 1e-3 --warmup 100 --seed 0 --out "$R/builtin" --quiet \
       $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
 fi
@@ -30,7 +30,7 @@ siblings() {  # N FROM SEED: continue on the siblings stream (the same model for
 }
 siblings 1 "$R/builtin/model" 5
 siblings 2 "$R/siblings1/model" 6
-$PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings2', 'open_clip:unbag-tiny', 0, '$W/builtin')"
+$PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings2', 'open_clip:unbag-tiny@random', 0, '$W/builtin')"
 cp "$R/builtin/log.jsonl" "$W/builtin/log.jsonl"
 cp "$R/builtin/config.json" "$W/builtin/train_config.json"
 for k in 1 2; do

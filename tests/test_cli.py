@@ -14,11 +14,11 @@ def _run(args, capsys):
 
 def test_eval_writes_results_and_per_item_files(tiny_bench, tmp_path, capsys):
     out = tmp_path / "res" / "results.json"
-    code, stdout, _ = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}",
+    code, stdout, _ = _run(["eval", "--model", "open_clip:unbag-tiny@random", "--bench", f"ctrl:{tiny_bench}",
                             "--out", str(out), "--quiet"], capsys)
     assert code == 0 and "OOD group" in stdout
     res = json.loads(out.read_text())
-    assert res["n_items"] == 30 and res["protocol"] == "global" and res["model"] == "open_clip:unbag-tiny"
+    assert res["n_items"] == 30 and res["protocol"] == "global" and res["model"] == "open_clip:unbag-tiny@random"
     for key in ("id/color/group", "ood/all/text", "all/all/image", "ood/count/pair"):
         assert 0.0 <= res["metrics"][key] <= 1.0
     assert set(res["versions"]) >= {"unbag", "torch", "open_clip", "git_commit"}
@@ -90,7 +90,7 @@ def test_bad_input(case, tiny_bench, tmp_path, capsys):
     edit, message = CASES[case]
     root = _corrupt(tiny_bench, tmp_path, edit)
     out = tmp_path / "out" / "results.json"
-    code, _, err = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{root}",
+    code, _, err = _run(["eval", "--model", "open_clip:unbag-tiny@random", "--bench", f"ctrl:{root}",
                          "--out", str(out), "--quiet"], capsys)
     assert code == 2
     import re
@@ -111,7 +111,7 @@ def test_unknown_benchmark_and_protocol(capsys):
 
 def test_eval_sgi_records_its_options(tiny_bench, tmp_path, capsys):
     out = tmp_path / "sgi.json"
-    code, stdout, _ = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}",
+    code, stdout, _ = _run(["eval", "--model", "open_clip:unbag-tiny@random", "--bench", f"ctrl:{tiny_bench}",
                             "--protocol", "sgi", "--regions", "gt+groups", "--assign", "hungarian",
                             "--out", str(out), "--quiet"], capsys)
     assert code == 0
@@ -125,16 +125,16 @@ def test_explain_writes_a_picture_and_a_table(tmp_path, capsys):
     from PIL import Image
 
     out = tmp_path / "ex.png"
-    code, stdout, _ = _run(["explain", "--model", "open_clip:unbag-tiny", "--item", "ood-relation-0002",
+    code, stdout, _ = _run(["explain", "--model", "open_clip:unbag-tiny@random", "--item", "ood-relation-0002",
                             "--out", str(out)], capsys)
     assert code == 0 and "SGI score" in stdout and "relation" in stdout
     assert Image.open(out).size[0] >= 2 * 256
     img = tmp_path / "in.png"
     Image.new("RGB", (64, 64), (118, 118, 118)).save(img)
-    code, stdout, _ = _run(["explain", "--model", "open_clip:unbag-tiny", "--image", str(img),
+    code, stdout, _ = _run(["explain", "--model", "open_clip:unbag-tiny@random", "--image", str(img),
                             "--caption", "a red cube to the left of a blue sphere", "--out", str(out)], capsys)
     assert code == 0 and "a red cube" in stdout
-    code, _, err = _run(["explain", "--model", "open_clip:unbag-tiny", "--item", "ood-colour-1"], capsys)
+    code, _, err = _run(["explain", "--model", "open_clip:unbag-tiny@random", "--item", "ood-colour-1"], capsys)
     assert code == 2 and "bad item id" in err
 
 

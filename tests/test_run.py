@@ -9,10 +9,10 @@ from unbag.run import read_plan, run_plan
 
 
 def _plan(tmp_path, bench):
-    # a saved random model: `open_clip:unbag-tiny` draws new random weights at every load, and
+    # a saved random model: `open_clip:unbag-tiny@random` draws new random weights at every load, and
     # a cell made with other weights than the spec's now is run again
     from unbag import models
-    tiny = models.load("open_clip:unbag-tiny").save(tmp_path / "tiny")
+    tiny = models.load("open_clip:unbag-tiny@random").save(tmp_path / "tiny")
     p = tmp_path / "plan.toml"
     p.write_text(f'''
 out = "{tmp_path / 'out'}"

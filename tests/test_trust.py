@@ -3,6 +3,8 @@ import json
 import os
 import stat
 
+import numpy as np
+
 import pytest
 
 from unbag.cli import main
@@ -19,7 +21,7 @@ def _run(args, capsys):
 @pytest.fixture
 def results_file(tiny_bench, tmp_path_factory):
     out = tmp_path_factory.mktemp("res") / "r.json"
-    assert main(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}", "--out", str(out),
+    assert main(["eval", "--model", "open_clip:unbag-tiny@random", "--bench", f"ctrl:{tiny_bench}", "--out", str(out),
                  "--quiet"]) == 0
     return out
 
@@ -28,7 +30,7 @@ def _commands(tmp_path, results_file, tiny_bench, out):
     return {
         "report": ["report", str(results_file), "--out", str(out)],
         "world": ["world", "build", "--out", str(out), "--per-category", "1", "--size", "32", "--quiet"],
-        "features": ["features", "--model", "open_clip:unbag-tiny", "--data", "swaps", "--n", "4", "--out", str(out),
+        "features": ["features", "--model", "open_clip:unbag-tiny@random", "--data", "swaps", "--n", "4", "--out", str(out),
                      "--quiet"],
         "train": ["train", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out", str(out), "--quiet"],
     }
@@ -94,7 +96,7 @@ def _sc_plan(tmp_path, bench_dir, extra=""):
     from unbag import models
     tiny = tmp_path / "tiny"
     if not tiny.exists():
-        models.load("open_clip:unbag-tiny").save(tiny)
+        models.load("open_clip:unbag-tiny@random").save(tiny)
     p = tmp_path / "plan.toml"
     p.write_text(f'out = "{tmp_path / "out"}"\n[models]\ntiny = "{tiny}"\n[benchmarks]\nsc = "sugarcrepe:{bench_dir}"\n'
                  f'[protocols]\nglobal = "global"\n{extra}')
@@ -134,7 +136,7 @@ def test_run_reruns_a_cell_whose_benchmark_files_or_spec_changed(tmp_path, sugar
 def test_run_retrains_when_the_train_table_changed(tmp_path, monkeypatch):
     from unbag.run import run_plan
     plan = tmp_path / "plan.toml"
-    body = ('out = "{out}"\n[train.mine]\nmethod = "clip"\nmodel = "open_clip:unbag-tiny"\nsteps = {steps}\n'
+    body = ('out = "{out}"\n[train.mine]\nmethod = "clip"\nmodel = "open_clip:unbag-tiny@random"\nsteps = {steps}\n'
             'batch_size = 4\nworkers = 0\n[benchmarks]\nr = "ctrl-retrieval:8"\n[protocols]\nglobal = "global"\n')
     plan.write_text(body.format(out=tmp_path / "out", steps=1))
     run_plan(plan, progress=False)
@@ -160,6 +162,90 @@ def test_unknown_plan_keys_are_errors(tmp_path, text, field):
 
 def test_results_record_the_image_root(tmp_path, sugarcrepe_dir):
     from unbag import api
-    res = api.evaluate("open_clip:unbag-tiny", f"sugarcrepe:{sugarcrepe_dir}:{sugarcrepe_dir / 'val2017'}")
+    res = api.evaluate("open_clip:unbag-tiny@random", f"sugarcrepe:{sugarcrepe_dir}:{sugarcrepe_dir / 'val2017'}")
     assert res["benchmark"]["spec"] == f"sugarcrepe:{sugarcrepe_dir}:{sugarcrepe_dir / 'val2017'}"
     assert res["benchmark"]["image_root"] == str((sugarcrepe_dir / "val2017").resolve())
+
+
+# -- wrong answers with exit code 0 ---------------------------------------------------------
+
+def test_open_clip_without_weights_needs_an_explicit_random(tiny_bench, capsys):
+    code, _, err = _run(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}", "--quiet"], capsys)
+    assert code == 2 and "@random" in err and "@PRETRAINED" in err
+    from unbag import api
+    res = api.evaluate("open_clip:unbag-tiny@random", f"ctrl:{tiny_bench}")
+    assert res["random_weights"] is True
+    assert api.evaluate("builtin", "ctrl-retrieval:8")["random_weights"] is False
+
+
+def test_nan_weights_are_an_error_naming_the_model(tiny_bench, tmp_path, capsys):
+    import torch
+    from unbag import models
+    m = models.load("open_clip:unbag-tiny@random")
+    with torch.no_grad():
+        m.model.text_projection.fill_(float("nan"))
+    m.save(tmp_path / "nan")
+    out = tmp_path / "r" / "res.json"
+    code, _, err = _run(["eval", "--model", str(tmp_path / "nan"), "--bench", f"ctrl:{tiny_bench}", "--out", str(out),
+                         "--quiet"], capsys)
+    assert code == 2 and str(tmp_path / "nan") in err and "NaN" in err and not out.parent.exists()
+    code, _, err = _run(["eval", "--model", str(tmp_path / "nan"), "--bench", "ctrl-retrieval:8", "--quiet"], capsys)
+    assert code == 2 and "NaN" in err
+
+
+@pytest.mark.parametrize("bad", ["", "   "])
+def test_empty_captions_are_refused_naming_file_item_field(tmp_path, sugarcrepe_dir, bad, capsys):
+    import shutil
+    sc = tmp_path / "sc"
+    shutil.copytree(sugarcrepe_dir, sc)
+    f = sc / "data" / "swap_att.json"
+    data = json.loads(f.read_text())
+    data["2"]["negative_caption"] = bad
+    f.write_text(json.dumps(data))
+    code, _, err = _run(["eval", "--model", "open_clip:unbag-tiny@random", "--bench", f"sugarcrepe:{sc}", "--quiet"],
+                        capsys)
+    assert code == 2 and "swap_att.json" in err and "item '2'" in err and "negative_caption" in err
+
+
+def test_empty_jsonl_training_caption_is_refused(tmp_path):
+    from unbag.errors import UnbagError
+    from unbag.training.data import FileSource
+    f = tmp_path / "d.jsonl"
+    f.write_text('{"image": "a.png", "caption": "a dog"}\n{"image": "b.png", "caption": " "}\n')
+    with pytest.raises(UnbagError, match=r"d.jsonl:2: field 'caption'"):
+        FileSource(str(f), 0)
+
+
+def test_captions_cut_alike_by_the_context_length_are_counted(tmp_path, build_hf, recwarn):
+    from unbag import api
+    from unbag.benchmarks.base import Benchmark, Item
+    from unbag.errors import UnbagWarning
+    model = build_hf("clip", tmp_path / "clip")  # context length 16
+    long = "a red cube " * 6
+    items = [Item("cut", [np.zeros((32, 32, 3), np.uint8)], [long + "left", long + "right"], {"subset": "s"}),
+             Item("fine", [np.zeros((32, 32, 3), np.uint8)], ["a red cube", "a blue cube"], {"subset": "s"})]
+    res = api.evaluate(f"hf:{model}", Benchmark("t", "t", items, metric="pairwise"))
+    assert res["truncated_alike"] == 1
+    assert any(issubclass(w.category, UnbagWarning) and "context length" in str(w.message) for w in recwarn)
+
+
+def test_unbalanced_csv_quote_is_an_error_with_its_line(tmp_path):
+    from unbag.errors import UnbagError
+    from unbag.training.data import FileSource
+    f = tmp_path / "d.csv"
+    f.write_text('a.png,a dog\nb.png,"a cat\nc.png,a bird\nd.png,a fish\n')
+    with pytest.raises(UnbagError, match=r"d.csv:2: malformed CSV .*unbalanced quote"):
+        FileSource(str(f), 0)
+    f.write_text('a.png,a dog\nb.png,"a cat\nc.png,a",x\nd.png,a fish\n')  # the quote closes on a later line
+    with pytest.raises(UnbagError, match=r"d.csv:2: a quoted field runs on to line 3"):
+        FileSource(str(f), 0)
+
+
+def test_batch_larger_than_the_data_is_refused(tmp_path, capsys):
+    from PIL import Image
+    for k in range(3):
+        Image.new("RGB", (16, 16), (k * 60, 0, 0)).save(tmp_path / f"{k}.png")
+    (tmp_path / "d.csv").write_text("".join(f"{k}.png,a picture {k}\n" for k in range(3)))
+    code, _, err = _run(["train", "--method", "negclip", "--model", "open_clip:unbag-tiny@random", "--data",
+                         f"csv:{tmp_path / 'd.csv'}", "--steps", "1", "--out", str(tmp_path / "t"), "--quiet"], capsys)
+    assert code == 2 and "larger than the 3 rows" in err

@@ -116,8 +116,10 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
     backend = _backend(model)
     protocol = scoring.resolve(protocol, backend.spec)
     fn, _ = scoring.build(protocol, options)
+    _positive("batch_size", batch_size)
     bench = _pairs(images, captions, "unbag.score")
-    return fn(backend, bench, batch_size=batch_size, progress=progress)[0]
+    from .evaluation import finite
+    return finite(fn(backend, bench, batch_size=batch_size, progress=progress)[0], backend.spec, "unbag.score")
 
 
 def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "global", *,
@@ -201,7 +203,7 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
     from .training.engine import TrainConfig, Trainer, check_run_out
     if os.environ.get("RANK", "0") == "0":  # before the model loads; under torchrun rank 0 checks
         check_run_out(out, resume, overwrite)
-    cfg = TrainConfig.for_method(method, model=model or "open_clip:unbag-tiny", data=data,
+    cfg = TrainConfig.for_method(method, model=model or "open_clip:unbag-tiny@random", data=data,
                                  **{"device": default_device(), **hp})
     return Path(Trainer(cfg, out).fit(resume=resume, progress=progress, overwrite=overwrite))
 

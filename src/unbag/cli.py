@@ -207,7 +207,7 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train or fine-tune a model")
     t.add_argument("--method", default="clip", help="clip | clip-dense | ft | negclip | clic | degla | tflocal | "
                    "tflocal-li | tfglobal | tfregions")
-    t.add_argument("--model", default="open_clip:unbag-tiny", help="model spec to start from")
+    t.add_argument("--model", default="open_clip:unbag-tiny@random", help="model spec to start from")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
                    "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
                    "for the heads")

@@ -12,7 +12,7 @@ from . import benchmarks, metrics, models, scoring
 from .benchmarks.base import Benchmark
 from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
-from .errors import UnbagError
+from .errors import UnbagError, warn
 from .metrics.retrieval import recall
 from .models.base import Backend, weights_id
 from .utils import atomic_write, versions, write_json
@@ -27,6 +27,26 @@ def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
         rec["ties"] = [m for m in names if bool(per_item[f"tie/{m}"][n])]
         out.append(rec)
     return out
+
+
+def finite(scores: torch.Tensor, model: str, bench: str) -> torch.Tensor:
+    """Refuse scores that are NaN or infinite (broken weights): they would count as wrong answers."""
+    bad = int((~torch.isfinite(scores)).sum())
+    if bad:
+        raise UnbagError(f"model {model}: {bad} of {scores.numel()} scores on {bench} are NaN or infinite "
+                         "(its weights or inputs are broken); no results written")
+    return scores
+
+
+def truncated_alike(backend: Backend, b: Benchmark) -> int:
+    """Items with two different captions that the model's context length cuts to the same tokens:
+    they can only tie, so they are counted and reported rather than scored silently."""
+    texts = sorted({c for it in b.items for c in it.captions})
+    if not texts:
+        return 0
+    ids = backend.tokenize(texts)
+    row = {t: tuple(r.tolist()) for t, r in zip(texts, ids)}
+    return sum(len({row[c] for c in set(it.captions)}) < len(set(it.captions)) for it in b.items)
 
 
 def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world: int) -> torch.Tensor:
@@ -72,6 +92,8 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
              options: dict | None = None) -> dict:
     """Score `model` (a spec or a loaded backend) on `bench` (a spec or a loaded benchmark) under
     `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise UnbagError(f"batch size must be a whole number >= 1, got {batch_size!r}")
     t0 = time.perf_counter()
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
     spec = model.spec if isinstance(model, Backend) else model
@@ -86,7 +108,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     t1 = time.perf_counter()
     backend = model if isinstance(model, Backend) else models.load(model, device=device)
     t2 = time.perf_counter()
-    per_item = None
+    per_item, alike = None, None
     if isinstance(b, RetrievalSet):
         flat, counts, extra = retrieval_metrics(backend, b, batch_size, progress), {"all/retrieval": len(b.images)}, {}
         ties, n_items = {}, len(b.images)
@@ -97,6 +119,11 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         scores = sharded_scores(score_fn, backend, b, batch_size, progress, world)
         if rank != 0:  # rank 0 computes the metrics once and writes the files
             return {}
+        finite(scores, spec, b.spec)
+        alike = truncated_alike(backend, b)
+        if alike:
+            warn(f"{b.spec}: {alike} item(s) have different captions that {spec}'s context length cuts to the "
+                 "same tokens; they are scored as ties (wrong), counted in the results as 'truncated_alike'")
         if b.name == "ctrl":
             per_item = metrics.winoground(scores)
             flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
@@ -105,9 +132,11 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         n_items, extra = len(b.items), {}
     t3 = time.perf_counter()
     res = {
-        "model": spec, "model_id": weights_id(backend), "protocol": protocol,
+        "model": spec, "model_id": weights_id(backend), "random_weights": bool(backend.random_weights),
+        "protocol": protocol,
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
         "metrics": flat, "ties": ties, "counts": counts, "n_items": n_items,
+        **({"truncated_alike": alike} if alike is not None else {}),
         "seed": seed,
         "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol,
                    "processes": world, "options": {**recorded, **extra}},
@@ -121,7 +150,8 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         if per_item is not None:
             items_path = out_path.with_suffix(".items.jsonl")
             res["per_item"] = items_path.name
-            atomic_write(items_path, "".join(json.dumps(r) + "\n" for r in per_item_records(b, scores, per_item)))
+            atomic_write(items_path, "".join(json.dumps(r, allow_nan=False) + "\n"
+                                             for r in per_item_records(b, scores, per_item)))
         write_json(out_path, res)
     return res
 
@@ -137,7 +167,7 @@ def classification_metrics(backend: Backend, b: ClassificationSet, batch_size: i
     prompts = [t.format(c) for c in b.classes for t in b.templates]
     cls = F.normalize(encode_texts(backend, prompts, progress=progress).view(len(b.classes), len(b.templates), -1)
                       .mean(1), dim=-1)
-    sim = img @ cls.T
+    sim = finite(img @ cls.T, backend.spec, b.spec)
     pos = torch.zeros(sim.shape, dtype=torch.bool)
     pos[torch.arange(len(b.labels)), torch.tensor(b.labels)] = True
     r = ranks(sim, pos)  # ties count against the model
@@ -150,4 +180,5 @@ def retrieval_metrics(backend: Backend, b: RetrievalSet, batch_size: int, progre
 
     img = encode_images(backend, b.images, None, batch_size, b.image_size, progress)
     txt = encode_texts(backend, b.texts, progress=progress)
-    return {f"all/retrieval/{k}": v for k, v in recall(img @ txt.T, b.image_texts).items()}
+    sim = finite(img @ txt.T, backend.spec, b.spec)
+    return {f"all/retrieval/{k}": v for k, v in recall(sim, b.image_texts).items()}

@@ -200,7 +200,7 @@ def test_every_registered_benchmark_has_a_fixture():
 @pytest.mark.parametrize("model", ["open_clip", "hf-clip"])
 def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, request, build_hf, tmp_path_factory):
     spec = FIXTURES[name](request.getfixturevalue)
-    model = "open_clip:unbag-tiny" if model == "open_clip" else \
+    model = "open_clip:unbag-tiny@random" if model == "open_clip" else \
         f"hf:{build_hf('clip', tmp_path_factory.mktemp('hfclip'))}"
     for protocol in ("global",) if benchmarks.kind(spec).global_only else ("global", "sgi"):
         res = evaluate(model, spec, protocol, progress=False)

@@ -19,7 +19,7 @@ def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_
     from unbag import models
     from unbag.evaluation import evaluate
 
-    tiny = models.load("open_clip:unbag-tiny")
+    tiny = models.load("open_clip:unbag-tiny@random")
     res = evaluate(tiny, f"sugarcrepe:{sugarcrepe_dir}", "sgi", progress=False)
     opts = res["config"]["options"]
     assert opts["regions"] == "selective" and opts["phases"] == 1

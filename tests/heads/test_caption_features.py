@@ -46,7 +46,7 @@ def captions(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     torch.manual_seed(0)  # a saved random model: a head is tied to its backbone's weights
-    return models.load("open_clip:unbag-tiny").save(tmp_path_factory.mktemp("m") / "tiny")
+    return models.load("open_clip:unbag-tiny@random").save(tmp_path_factory.mktemp("m") / "tiny")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from unbag.heads.train import HeadTrainConfig, _fields, load_head, step_loss, tr
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
-    return models.load("open_clip:unbag-tiny")
+    return models.load("open_clip:unbag-tiny@random")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_cache_round_trip(tiny, cache):
 
     c = FeatureCache(cache, tiny)
     idx = json.loads((cache / "index.json").read_text())
-    assert idx["backbone"] == "open_clip:unbag-tiny" and idx["rows"] == 96 + idx["twins"] > 96
+    assert idx["backbone"] == "open_clip:unbag-tiny@random" and idx["rows"] == 96 + idx["twins"] > 96
     assert c.get("img_patches", np.array([0])).shape == (1, 64, 64)
     # stored features equal a fresh encoding of the same sample (up to fp16)
     s = stream.sample(1, 5, 64)
@@ -62,7 +62,7 @@ def test_phrase_alternatives_are_its_one_attribute_changes_encoded_alone(tiny):
 
 def test_cache_of_another_backbone_is_refused(cache):
     torch.manual_seed(1)
-    other = models.load("open_clip:unbag-tiny")  # same config, other weights
+    other = models.load("open_clip:unbag-tiny@random")  # same config, other weights
     with pytest.raises(UnbagError, match="cache built for backbone"):
         FeatureCache(cache, other)
 
@@ -136,7 +136,7 @@ def test_eval_with_a_head(builtin_cache, tmp_path, tiny_bench, capsys):
     assert r["protocol"] == f"head:{out}" and r["config"]["options"]["head"]["kind"] == "tfglobal"
     assert r["n_items"] == 30 and all(0 <= v <= 1 for v in r["metrics"].values())
     # a head is tied to its backbone
-    assert main(["eval", "--model", "open_clip:unbag-tiny", "--bench", f"ctrl:{tiny_bench}", "--protocol",
+    assert main(["eval", "--model", "open_clip:unbag-tiny@random", "--bench", f"ctrl:{tiny_bench}", "--protocol",
                  f"head:{out}", "--quiet"]) == 2
     assert "head trained on backbone" in capsys.readouterr().err
 

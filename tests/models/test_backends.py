@@ -6,7 +6,7 @@ from PIL import Image
 from unbag import models
 from unbag.errors import UnbagError
 
-SPECS = ["open_clip:unbag-tiny"] + (["builtin"] if models.BUILTIN_WEIGHTS.exists() else [])
+SPECS = ["open_clip:unbag-tiny@random"] + (["builtin"] if models.BUILTIN_WEIGHTS.exists() else [])
 
 
 @pytest.fixture(scope="module", params=SPECS)
@@ -54,7 +54,7 @@ def test_unknown_spec_is_a_clear_error(tmp_path):
     with pytest.raises(UnbagError, match="unknown model spec 'nope'.*known forms"):
         models.load("nope")
     with pytest.raises(UnbagError, match="no model config 'ViT-X'"):
-        models.load("open_clip:ViT-X")
+        models.load("open_clip:ViT-X@random")
     with pytest.raises(UnbagError, match="not a model directory"):
         models.load(str(tmp_path))
 
@@ -87,7 +87,7 @@ def test_patch_px_from_the_token_grid(backend, monkeypatch):
 
 
 # a tiny spec for every registered kind of model spec (a kind registered without one fails below)
-TINY = {"builtin": lambda build_hf, d: "builtin", "open_clip": lambda build_hf, d: "open_clip:unbag-tiny",
+TINY = {"builtin": lambda build_hf, d: "builtin", "open_clip": lambda build_hf, d: "open_clip:unbag-tiny@random",
         "hf": lambda build_hf, d: f"hf:{build_hf('siglip', d)}"}
 
 

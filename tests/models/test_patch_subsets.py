@@ -6,7 +6,7 @@ import torch
 from unbag import models
 
 
-@pytest.fixture(scope="module", params=["open_clip:unbag-tiny", "builtin", "hf-clip", "hf-siglip"])
+@pytest.fixture(scope="module", params=["open_clip:unbag-tiny@random", "builtin", "hf-clip", "hf-siglip"])
 def backend(request, tmp_path_factory, build_hf):
     spec = request.param
     if spec.startswith("hf-"):
@@ -47,7 +47,7 @@ def test_a_subset_equals_the_full_sequence_with_the_other_patches_masked_out():
     """An independent computation on open_clip: the whole sequence through the blocks with an
     attention mask that hides the dropped patches gives the same CLS output."""
     torch.manual_seed(0)
-    b = models.load("open_clip:unbag-tiny")
+    b = models.load("open_clip:unbag-tiny@random")
     v = b.model.visual
     px = _pixels(b, 1)
     kept = torch.tensor([3, 4, 11, 12, 20])

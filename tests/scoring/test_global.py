@@ -27,7 +27,7 @@ class Counting:
 
 def test_each_distinct_image_and_caption_is_encoded_once():
     torch.manual_seed(0)
-    b = Counting(models.load("open_clip:unbag-tiny"))
+    b = Counting(models.load("open_clip:unbag-tiny@random"))
     rng = np.random.default_rng(0)
     imgs = [rng.integers(0, 255, (64, 64, 3), dtype=np.uint8) for _ in range(3)]
     items = [Item("a", [imgs[0], imgs[1]], ["x", "y"], {}), Item("b", [imgs[1], imgs[2]], ["y", "z"], {}),

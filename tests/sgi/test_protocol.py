@@ -52,7 +52,7 @@ def test_bad_options():
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
-    return models.load("open_clip:unbag-tiny")
+    return models.load("open_clip:unbag-tiny@random")
 
 
 @pytest.fixture(scope="module")
@@ -251,8 +251,8 @@ def test_sgi_score_recomputed_from_the_encoders_by_hand():
 
 
 def test_region_cache_tells_apart_two_models_with_one_spec(small_bench):
-    # open_clip:unbag-tiny draws new random weights at each load: same spec, other weights
-    a, b = (models.load("open_clip:unbag-tiny") for _ in range(2))
+    # open_clip:unbag-tiny@random draws new random weights at each load: same spec, other weights
+    a, b = (models.load("open_clip:unbag-tiny@random") for _ in range(2))
     cfg = SGIConfig(regions="blobs", phases=1)
     ra, rb = encode_regions(a, small_bench, cfg), encode_regions(b, small_bench, cfg)  # the shared cache
     assert not torch.allclose(ra[0].emb, rb[0].emb)
@@ -265,7 +265,7 @@ def test_a_large_picture_is_resized_once_then_masked():
     from unbag.sgi.protocol import _inputs
     from unbag.sgi.regions import background_color, masked
 
-    tiny = models.load("open_clip:unbag-tiny")
+    tiny = models.load("open_clip:unbag-tiny@random")
     big = np.asarray(Image.fromarray(render(Scene([Obj("sphere", "red", "large", "rubber", 0.3, 0.3),
                                                    Obj("cube", "blue", "large", "metal", 0.7, 0.6)], 1), 64))
                      .resize((256, 256), Image.Resampling.NEAREST))
@@ -286,7 +286,7 @@ def test_crop_inputs_are_each_region_cut_out_and_squash_resized():
     from unbag.sgi.protocol import _inputs
     from unbag.sgi.regions import cropped, grid_boxes
 
-    tiny = models.load("open_clip:unbag-tiny")
+    tiny = models.load("open_clip:unbag-tiny@random")
     pic = render(Scene([Obj("sphere", "red", "large", "rubber", 0.3, 0.3),
                         Obj("cube", "blue", "small", "metal", 0.7, 0.6)], 1), 64)
     regions = [(b,) for b in grid_boxes(64, 64, (0.5, 1 / 3), 0.5)] + [((0, 0, 64, 64),), ((5, 9, 17, 50),)]

@@ -102,6 +102,10 @@ def load(spec: str, seed: int = 0):
                          "(layouts in docs/benchmarks.md)")
     b = k.loader(path, image_root, seed)
     b.spec = spec
+    for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
+        for j, c in enumerate(it.captions):
+            if not isinstance(c, str) or not c.strip():
+                raise UnbagError(f"{it.source or it.id}: caption {j} is empty ({c!r})")
     if image_root:
         b.info["image_root"] = str(Path(image_root).resolve())
     b.info["files"] = files_fingerprint(spec)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
-from .common import image_dir, need, read_json
+from .common import image_dir, need, need_text, read_json
 
 # the ARO README's symmetric relations, excluded from VG-Relation's macro accuracy
 SYMMETRIC = frozenset([
@@ -61,6 +61,7 @@ def _vg(root: Path, kind: str) -> Benchmark:
         where = f"{root / name}: item {n}"
         key = "relation_name" if kind == "vgr" else "attributes"
         need(ex, ("image_path", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "true_caption", "false_caption", key), where)
+        need_text(ex, ("true_caption", "false_caption"), where)
         subset = ex[key] if kind == "vgr" else "_".join(ex[key])
         ref = crop_ref(images / ex["image_path"], ex["bbox_x"], ex["bbox_y"], ex["bbox_w"], ex["bbox_h"])
         items.append(Item(f"{kind}-{n}", [ref], [ex["true_caption"], ex["false_caption"]], {"subset": subset},

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
+from .common import need_text
 
 COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
 
@@ -40,6 +41,7 @@ def load(root: str | Path) -> Benchmark:
             raise UnbagError(f"{f}: missing column '{missing[0]}'")
         for n, row in enumerate(table.to_pylist()):
             where = f"{f}: row {n}"
+            need_text(row, ("caption", "negative_caption"), where)
             imgs = [_bytes(row["image"], f"{where} column 'image'"),
                     _bytes(row["negative_image"], f"{where} column 'negative_image'")]
             items.append(Item(f"bivlc-{f.stem}-{n}", imgs, [row["caption"], row["negative_caption"]],

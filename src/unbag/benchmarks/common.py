@@ -38,6 +38,14 @@ def need(obj: dict, fields: tuple[str, ...], where: str) -> None:
             raise UnbagError(f"{where}: missing field '{f}'")
 
 
+def need_text(obj: dict, fields: tuple[str, ...], where: str) -> None:
+    """Raise naming the first of `fields` that is not a non-empty string (an empty caption would
+    be scored, and could beat the true one)."""
+    for f in fields:
+        if not isinstance(obj[f], str) or not obj[f].strip():
+            raise UnbagError(f"{where}: field '{f}' must be a non-empty caption, got {obj[f]!r}")
+
+
 def image_dir(root: Path, *candidates: str) -> Path:
     """The first existing image folder among root/candidates (or root itself)."""
     for c in candidates:

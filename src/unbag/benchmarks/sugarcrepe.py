@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import images_at, need, read_json
+from .common import images_at, need, need_text, read_json
 
 SC_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
 SCPP_SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -39,6 +39,7 @@ def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmar
         for key, ex in data.items():
             where = f"{f}: item {key!r}"
             need(ex, ("filename", "caption", "negative_caption"), where)
+            need_text(ex, ("caption", "negative_caption"), where)
             items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
                               [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
     return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, {"subsets": sorted({i.group["subset"] for i in items})},
@@ -56,6 +57,7 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
         for n, ex in enumerate(data):
             where = f"{f}: item {n}"
             need(ex, ("filename", "caption", "caption2", "negative_caption"), where)
+            need_text(ex, ("caption", "caption2", "negative_caption"), where)
             items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
                               [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
                               source=where))

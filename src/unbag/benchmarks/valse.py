@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import images_at, need, read_json
+from .common import images_at, need, need_text, read_json
 
 MIN_MTURK_VALID = 2
 
@@ -34,6 +34,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
             where = f"{f}: item {key!r}"
             need(ex, ("dataset", "image_file", "caption", "foil", "mturk"), where)
             need(ex["mturk"], ("caption",), f"{where} field 'mturk'")
+            need_text(ex, ("caption", "foil"), where)
             if ex["mturk"]["caption"] < MIN_MTURK_VALID:
                 dropped += 1
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Benchmark, Item
-from .common import image_dir, need, read_jsonl
+from .common import image_dir, need, need_text, read_jsonl
 
 
 def load(root: str | Path) -> Benchmark:
@@ -21,6 +21,7 @@ def load(root: str | Path) -> Benchmark:
     for line, ex in read_jsonl(base / "examples.jsonl"):
         where = f"{base / 'examples.jsonl'}:{line}"
         need(ex, ("id", "image_0", "image_1", "caption_0", "caption_1", "tag", "collapsed_tag"), where)
+        need_text(ex, ("caption_0", "caption_1"), where)
         imgs = [str(images / (ex[k] if Path(ex[k]).suffix else ex[k] + ".png")) for k in ("image_0", "image_1")]
         group = {"subset": ex["collapsed_tag"], "tag": ex["tag"], "secondary_tag": ex.get("secondary_tag") or "none"}
         items.append(Item(f"winoground-{ex['id']}", imgs, [ex["caption_0"], ex["caption_1"]], group, source=where))

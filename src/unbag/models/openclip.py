@@ -24,12 +24,20 @@ def _open_clip():
     return open_clip
 
 
+RANDOM = "random"  # `open_clip:NAME@random`: random weights, asked for by name
+
+
 def parse(spec: str) -> tuple[str, str | None]:
-    """'NAME@PRETRAINED' -> (NAME, PRETRAINED); schemas (local-dir:, hf-hub:) pass through."""
+    """'NAME@PRETRAINED' -> (NAME, PRETRAINED), 'NAME@random' -> (NAME, None); schemas (local-dir:,
+    hf-hub:) pass through. A bare NAME is refused: open_clip would build random, unseeded weights
+    and only warn on stderr, so random weights must be asked for."""
     if spec.startswith(("local-dir:", "hf-hub:")):
         return spec, None
-    name, _, pretrained = spec.partition("@")
-    return name, pretrained or None
+    name, at, pretrained = spec.partition("@")
+    if not at or not pretrained:
+        raise UnbagError(f"open_clip:{spec}: names no weights; add @PRETRAINED (e.g. open_clip:{name}@openai, "
+                         f"see open_clip.list_pretrained()) or @random for random weights on purpose")
+    return name, None if pretrained == RANDOM else pretrained
 
 
 def _quickgelu_name(oc, name: str, pretrained: str | None) -> str:
@@ -52,6 +60,8 @@ class OpenCLIPBackend(Backend):
                  device: str | torch.device = "cpu", load_weights: bool = True):
         oc = _open_clip()
         self.spec = spec
+        # open_clip builds random weights when none are named: recorded with every result
+        self.random_weights = pretrained is None and not name.startswith(("local-dir:", "hf-hub:"))
         name = _quickgelu_name(oc, name, pretrained)
         if name.startswith("local-dir:"):
             root = Path(name[len("local-dir:"):])

@@ -116,23 +116,35 @@ class FileSource:
     def _read(self) -> Iterator[tuple[Path, list[str]]]:
         root = self.path.parent
         if self.path.suffix == ".csv":
-            with open(self.path, newline="") as f:
-                for line, row in enumerate(csv.reader(f), 1):
+            yield from self._read_csv(root)
+            return
+        for line, obj in read_jsonl(self.path):
+            if "image" not in obj:
+                raise UnbagError(f"{self.path}:{line}: missing field 'image'")
+            caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
+            if not caps or not all(isinstance(c, str) and c.strip() for c in caps):
+                raise UnbagError(f"{self.path}:{line}: field 'caption' (a non-empty string) or "
+                                 "'captions' (a list of non-empty strings) is required")
+            yield root / obj["image"], list(caps)
+
+    def _read_csv(self, root: Path) -> Iterator[tuple[Path, list[str]]]:
+        with open(self.path, newline="") as f:
+            reader, end = csv.reader(f, strict=True), 0
+            try:
+                for row in reader:
+                    line, end = end + 1, reader.line_num
+                    if end > line:  # csv joins lines inside quotes: an unbalanced quote swallows rows
+                        raise UnbagError(f"{self.path}:{line}: a quoted field runs on to line {end} (an "
+                                         "unbalanced quote?); each row must sit on one line")
                     if not row or not row[0].lower().endswith(IMAGE_EXT):
                         continue  # header or blank line, as in CLIC's reader
                     caps = [c.strip() for c in row[1:] if c.strip()]
                     if not caps:
                         raise UnbagError(f"{self.path}:{line}: no caption after the image path")
                     yield root / row[0], caps
-            return
-        for line, obj in read_jsonl(self.path):
-            if "image" not in obj:
-                raise UnbagError(f"{self.path}:{line}: missing field 'image'")
-            caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
-            if not caps or not all(isinstance(c, str) for c in caps):
-                raise UnbagError(f"{self.path}:{line}: field 'caption' (a string) or "
-                                 "'captions' (a list of strings) is required")
-            yield root / obj["image"], list(caps)
+            except csv.Error as e:
+                raise UnbagError(f"{self.path}:{end + 1}: malformed CSV from this line on ({e}; an unbalanced "
+                                 "quote?)") from None
 
     @classmethod
     def from_spec(cls, data: str, seed: int) -> "FileSource":
@@ -195,6 +207,8 @@ class DeGLASource(FileSource):
             else:
                 raise UnbagError(f"{self.path}: entry {n}: no 'image' field; give the COCO image "
                                  "folder as degla:FILE:IMAGE_DIR")
+            if not str(e["original"]).strip():
+                raise UnbagError(f"{self.path}: entry {n}: field 'original' is an empty caption")
             self.negatives.append([str(x) for x in e["enhanced"]])
             yield image, [str(e["original"])]
 
@@ -258,7 +272,11 @@ class TrainBatches(IterableDataset):
         self.twins, self.negatives, self.rank, self.world = twins, negatives, rank, world
         self.typed = typed
         if source_kind(data) in ("file", "degla"):
-            self._source()  # fail early, in the main process
+            rows = len(self._source().rows)  # fail early, in the main process
+            if batch_size > rows:
+                raise UnbagError(f"batch size {batch_size} is larger than the {rows} rows of {data}: each image "
+                                 f"would sit in a batch about {batch_size / rows:.0f} times and be its own "
+                                 f"negative; use --batch-size {rows} or fewer, or more data")
 
     def _source(self):
         kind = source_kind(self.data)

@@ -39,7 +39,7 @@ def check_run_out(out: str | os.PathLike, resume: bool, overwrite: bool = False)
 class TrainConfig:
     """Everything that determines a run; saved with it, so a run can be reproduced."""
     method: str = "clip"
-    model: str = "open_clip:unbag-tiny"
+    model: str = "open_clip:unbag-tiny@random"
     data: str = "world"
     steps: int = 1000
     batch_size: int = 128
