@@ -225,7 +225,7 @@ def test_captions_cut_alike_by_the_context_length_are_counted(tmp_path, build_hf
     items = [Item("cut", [np.zeros((32, 32, 3), np.uint8)], [long + "left", long + "right"], {"subset": "s"}),
              Item("fine", [np.zeros((32, 32, 3), np.uint8)], ["a red cube", "a blue cube"], {"subset": "s"})]
     res = api.evaluate(f"hf:{model}", Benchmark("t", "t", items, metric="pairwise"))
-    assert res["truncated_alike"] == 1
+    assert res["tokenized_alike"] == 1
     assert any(issubclass(w.category, UnbagWarning) and "context length" in str(w.message) for w in recwarn)
 
 
@@ -249,3 +249,67 @@ def test_batch_larger_than_the_data_is_refused(tmp_path, capsys):
     code, _, err = _run(["train", "--method", "negclip", "--model", "open_clip:unbag-tiny@random", "--data",
                          f"csv:{tmp_path / 'd.csv'}", "--steps", "1", "--out", str(tmp_path / "t"), "--quiet"], capsys)
     assert code == 2 and "larger than the 3 rows" in err
+
+
+def test_missing_and_unknown_sugarcrepe_subsets_are_named(tmp_path, sugarcrepe_dir):
+    import shutil
+    from unbag import api
+    from unbag.errors import UnbagWarning
+    sc = tmp_path / "sc"
+    shutil.copytree(sugarcrepe_dir, sc)
+    (sc / "data" / "swap_att.json").rename(sc / "data" / "swap-att.json")  # misnamed
+    with pytest.warns(UnbagWarning) as got:
+        res = api.evaluate("open_clip:unbag-tiny@random", f"sugarcrepe:{sc}")
+    said = " ".join(str(w.message) for w in got)
+    assert "5 of 7 subset files missing" in said and "swap_att.json" in said and "swap-att.json" in said
+    assert res["benchmark"]["macro_subsets"] == ["add_att", "replace_obj"]
+    assert "swap_obj" in res["benchmark"]["missing_subsets"] and "swap_att" in res["benchmark"]["missing_subsets"]
+
+
+# -- conformance with the official scripts --------------------------------------------------
+
+def test_order_metric_by_hand():
+    import torch
+    from unbag.metrics.pairwise import order
+    scores = torch.tensor([[[0.5, 0.5, 0.1, 0.2, 0.3]],    # p1 identical to the original, tied: no negative
+                           [[0.5, 0.5, 0.1, 0.2, 0.3]],    # p1 differs but ties: wrong for unbag, right for ARO
+                           [[0.4, 0.1, 0.6, 0.2, 0.3]],    # p2 wins: wrong for both
+                           [[0.9, 0.1, 0.2, 0.3, 0.4]]])   # clear win
+    same = torch.tensor([[True, False, False, False]] + [[False] * 4] * 3)
+    m = order(scores, same)
+    assert m["acc"].tolist() == [1.0, 0.0, 0.0, 1.0] and m["acc_official"].tolist() == [1.0, 1.0, 0.0, 1.0]
+    assert m["tie/acc"].tolist() == [False, True, False, False]
+    assert m["tie/acc_official"].tolist() == [True, True, False, False]
+
+
+def test_aro_order_reports_official_and_strict(tmp_path, capsys):
+    from PIL import Image
+    from unbag import api, benchmarks
+    (tmp_path / "flickr30k-images").mkdir()
+    images = []
+    for k, raw in enumerate(["Dogs.", "A dog, a dog!", "A red cube and a blue sphere."]):
+        Image.new("RGB", (32, 32), (40 * k, 0, 0)).save(tmp_path / "flickr30k-images" / f"{k}.jpg")
+        images.append({"filename": f"{k}.jpg", "split": "test", "sentences": [{"raw": raw}]})
+    (tmp_path / "dataset_flickr30k.json").write_text(json.dumps({"images": images}))
+    b = benchmarks.load(f"aro-flickr-order:{tmp_path}")
+    assert b.items[0].images[0] == str(tmp_path / "flickr30k-images" / "0.jpg")  # the usual Flickr30k layout
+    assert b.items[0].captions == ["dogs"] * 5 and all(b.items[0].meta["same"])  # one word: all identical
+    assert b.info["items_with_identical_perturbation"] >= 1
+    res = api.evaluate("open_clip:unbag-tiny@random", b)
+    assert {"all/acc", "all/acc_official"} <= set(res["metrics"])
+    assert res["metrics"]["all/acc_official"] >= res["metrics"]["all/acc"]
+
+
+def test_aro_order_perturbs_the_raw_caption_then_cleans(tmp_path):
+    from PIL import Image
+    from unbag import benchmarks
+    from unbag.benchmarks.aro import perturbations, pre_caption
+    from unbag.text import spacy_model
+    raw = "Two Dogs, running on the Beach. A Frisbee flies by!"
+    Image.new("RGB", (32, 32)).save(tmp_path / "0.jpg")
+    (tmp_path / "dataset_coco.json").write_text(json.dumps({"images": [
+        {"filename": "0.jpg", "split": "test", "sentences": [{"raw": raw}]}]}))
+    b = benchmarks.load(f"aro-coco-order:{tmp_path}")
+    nlp = spacy_model()
+    want = [pre_caption(x) for x in [raw, *perturbations(raw, nlp, np.random.default_rng([0, 0, 0]))]]
+    assert b.items[0].captions == want and len(set(want)) > 1

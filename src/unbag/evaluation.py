@@ -38,9 +38,10 @@ def finite(scores: torch.Tensor, model: str, bench: str) -> torch.Tensor:
     return scores
 
 
-def truncated_alike(backend: Backend, b: Benchmark) -> int:
-    """Items with two different captions that the model's context length cuts to the same tokens:
-    they can only tie, so they are counted and reported rather than scored silently."""
+def tokenized_alike(backend: Backend, b: Benchmark) -> int:
+    """Items with two different captions that the model's tokenizer makes the same tokens (its
+    context length cuts them, or they differ only in case or spacing): they can only tie, so they
+    are counted and reported rather than scored silently."""
     texts = sorted({c for it in b.items for c in it.captions})
     if not texts:
         return 0
@@ -68,10 +69,11 @@ def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world:
 
 def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, dict]:
     """Per-item values and 'subset/metric' summaries of a public benchmark (by its metric kind)."""
-    from .metrics.pairwise import itt, pairwise, tot
+    from .metrics.pairwise import itt, order, pairwise, tot
     from .metrics.summary import summarize
 
-    fn = {"winoground": metrics.winoground, "pairwise": pairwise, "itt": itt}[b.metric]
+    fn = {"winoground": metrics.winoground, "pairwise": pairwise, "itt": itt,
+          "order": lambda s: order(s, torch.tensor([it.meta["same"] for it in b.items], dtype=torch.bool))}[b.metric]
     per_item = fn(scores)
     if b.metric == "itt":  # SugarCrepe++'s text-only score uses the text encoder alone (global embeddings)
         from .scoring.encode import encode_texts
@@ -120,10 +122,11 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         if rank != 0:  # rank 0 computes the metrics once and writes the files
             return {}
         finite(scores, spec, b.spec)
-        alike = truncated_alike(backend, b)
+        alike = tokenized_alike(backend, b)
         if alike:
-            warn(f"{b.spec}: {alike} item(s) have different captions that {spec}'s context length cuts to the "
-                 "same tokens; they are scored as ties (wrong), counted in the results as 'truncated_alike'")
+            warn(f"{b.spec}: {alike} item(s) have different captions that {spec}'s tokenizer makes the same tokens "
+                 "(cut by its context length, or differing only in case or spacing); they can only tie, and are "
+                 "counted in the results as 'tokenized_alike'")
         if b.name == "ctrl":
             per_item = metrics.winoground(scores)
             flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
@@ -136,7 +139,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         "protocol": protocol,
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
         "metrics": flat, "ties": ties, "counts": counts, "n_items": n_items,
-        **({"truncated_alike": alike} if alike is not None else {}),
+        **({"tokenized_alike": alike} if alike is not None else {}),
         "seed": seed,
         "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol,
                    "processes": world, "options": {**recorded, **extra}},

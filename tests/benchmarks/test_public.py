@@ -82,7 +82,11 @@ def test_aro_order_perturbations(aro_dir, tmp_path):
         for p in it.captions[1:]:
             assert sorted(p.split()) == sorted(orig.split())  # a permutation of the words
     res, items = _run(f"aro-coco-order:{aro_dir}", tmp_path)
-    assert res["metrics"]["all/acc"] == pytest.approx(sum(_first_wins(i["scores"]) for i in items) / 4)
+    same = {it.id: it.meta["same"] for it in b.items}
+    strict = [all(i["scores"][0][0] > s or same[i["id"]][j] for j, s in enumerate(i["scores"][0][1:])) for i in items]
+    official = [i["scores"][0][0] >= max(i["scores"][0][1:]) for i in items]  # argmax, the original first
+    assert res["metrics"]["all/acc"] == pytest.approx(sum(strict) / 4)
+    assert res["metrics"]["all/acc_official"] == pytest.approx(sum(official) / 4)
 
 
 def test_valse_keeps_mturk_valid_items(valse_dir, tmp_path):
@@ -126,6 +130,9 @@ def test_bivlc_maps_its_rows_to_i2t_t2i_and_group_on_hand_made_scores(bivlc_dir,
     assert (m["all/text"], m["all/image"], m["all/group"]) == pytest.approx((2 / 3, 2 / 3, 1 / 3))
     assert m["replace_att/group"] == pytest.approx(0.5) and m["swap_att/text"] == 0.0
     assert res["ties"]["all/text"] == 1
+    # BiVLC's official table: per type (replace / swap / add), I2T = text, T2I = image, group
+    assert (m["type=replace/text"], m["type=replace/image"], m["type=replace/group"]) == pytest.approx((1, 0.5, 0.5))
+    assert (m["type=swap/text"], m["type=swap/image"], m["type=swap/group"]) == (0.0, 1.0, 0.0)
 
 
 def test_zero_shot_classification(imagefolder_dir, tmp_path):

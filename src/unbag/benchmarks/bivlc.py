@@ -3,7 +3,8 @@
 bivlc:DIR   parquet file(s) in DIR (or DIR/data/) with columns image, caption, negative_caption,
             negative_image, type, subtype; images embedded (bytes, or Hugging Face's {bytes, path}).
             Items are 2x2: images (image, negative_image), captions (caption, negative_caption);
-            I2T = text score, T2I = image score, group; per type_subtype and overall.
+            I2T = text score, T2I = image score, group; per type_subtype (unbag's rows), per type
+            (`type=replace/text`...: BiVLC's official table) and overall.
 """
 from __future__ import annotations
 
@@ -45,5 +46,6 @@ def load(root: str | Path) -> Benchmark:
             imgs = [_bytes(row["image"], f"{where} column 'image'"),
                     _bytes(row["negative_image"], f"{where} column 'negative_image'")]
             items.append(Item(f"bivlc-{f.stem}-{n}", imgs, [row["caption"], row["negative_caption"]],
-                              {"subset": f"{row['type']}_{row['subtype']}"}, source=where))
+                              # per type as BiVLC's own evaluation reports it (replace / swap / add)
+                              {"subset": f"{row['type']}_{row['subtype']}", "type": row["type"]}, source=where))
     return Benchmark("bivlc", f"bivlc:{root}", items, {}, metric="winoground")

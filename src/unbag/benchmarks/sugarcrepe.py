@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UnbagError
+from ..errors import UnbagError, warn
 from .base import Benchmark, Item
 from .common import images_at, need, need_text, read_json
 
@@ -21,11 +21,25 @@ SCPP_SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_o
 
 
 def _files(root: Path, subsets: tuple[str, ...]) -> list[tuple[str, Path]]:
+    """The subset files present; a missing or unknown one is warned about by name (the macro
+    average then covers fewer subsets, which the results record)."""
     data = root / "data" if (root / "data").is_dir() else root
     found = [(s, data / f"{s}.json") for s in subsets if (data / f"{s}.json").is_file()]
     if not found:
         raise UnbagError(f"{root}: none of {', '.join(s + '.json' for s in subsets)} found in {data}")
+    missing = [f"{s}.json" for s in subsets if not (data / f"{s}.json").is_file()]
+    unknown = sorted(p.name for p in data.glob("*.json") if p.stem not in subsets)
+    if missing:
+        warn(f"{data}: {len(missing)} of {len(subsets)} subset files missing ({', '.join(missing)}); the macro "
+             f"average covers the {len(found)} present")
+    if unknown:
+        warn(f"{data}: not a subset file, not read: {', '.join(unknown)} (subsets: {', '.join(subsets)})")
     return found
+
+
+def _info(items: list[Item], subsets: tuple[str, ...]) -> dict:
+    have = sorted({i.group["subset"] for i in items})
+    return {"subsets": have, "macro_subsets": have, "missing_subsets": [s for s in subsets if s not in have]}
 
 
 def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmark:
@@ -42,8 +56,7 @@ def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmar
             need_text(ex, ("caption", "negative_caption"), where)
             items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
                               [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
-    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, {"subsets": sorted({i.group["subset"] for i in items})},
-                     metric="pairwise")
+    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, _info(items, SC_SUBSETS), metric="pairwise")
 
 
 def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Benchmark:
@@ -61,5 +74,4 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
             items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
                               [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
                               source=where))
-    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items,
-                     {"subsets": sorted({i.group["subset"] for i in items})}, metric="itt")
+    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items, _info(items, SCPP_SUBSETS), metric="itt")

@@ -2,6 +2,9 @@
 
 - pairwise: the first caption beats every other one (SugarCrepe, VALSE, ARO: accuracy; ARO
   COCO/Flickr-Order: precision@1 of the original among 5).
+- order (ARO COCO/Flickr-Order): captions [original, 4 perturbations]; `acc` is unbag's strict
+  rule, in which a perturbation identical to the original is no negative, and `acc_official` is
+  ARO's code: the argmax over [original, p1..p4] is the original, so a tie counts as right.
 - itt (SugarCrepe++ image-to-text): captions [P1, P2, N]; s(I,P1) > s(I,N) and s(I,P2) > s(I,N).
 """
 from __future__ import annotations
@@ -15,6 +18,19 @@ def pairwise(scores: torch.Tensor) -> dict[str, torch.Tensor]:
     s = scores[:, 0]
     others = s[:, 1:]
     return {"acc": (s[:, :1] > others).all(1).float(), "tie/acc": (s[:, :1] == others).any(1)}
+
+
+def order(scores: torch.Tensor, same: torch.Tensor) -> dict[str, torch.Tensor]:
+    """ARO Order on scores [items, 1, 5] (original first); `same` [items, 4]: perturbation == original."""
+    if scores.ndim != 3 or scores.shape[1] != 1 or same.shape != (scores.shape[0], scores.shape[2] - 1):
+        raise ValueError(f"order needs scores [items, 1, 1 + P] and same [items, P], got {tuple(scores.shape)} "
+                         f"and {tuple(same.shape)}")
+    s = scores[:, 0]
+    orig, pert = s[:, :1], s[:, 1:]
+    tie = orig == pert
+    return {"acc": ((orig > pert) | same).all(1).float(), "tie/acc": (tie & ~same).any(1),
+            # np.argmax returns the first maximum, and ARO puts the original first
+            "acc_official": (orig >= pert).all(1).float(), "tie/acc_official": tie.any(1)}
 
 
 def itt(scores: torch.Tensor) -> dict[str, torch.Tensor]:
