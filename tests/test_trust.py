@@ -313,3 +313,95 @@ def test_aro_order_perturbs_the_raw_caption_then_cleans(tmp_path):
     nlp = spacy_model()
     want = [pre_caption(x) for x in [raw, *perturbations(raw, nlp, np.random.default_rng([0, 0, 0]))]]
     assert b.items[0].captions == want and len(set(want)) > 1
+
+
+# -- README's promise: a clear message, exit code 2, and nothing written --------------------
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """Model folders with damaged weights, an open_clip folder, a feature cache."""
+    from unbag import models
+    from unbag.api import features
+    root = tmp_path_factory.mktemp("broken")
+    oc = models.load("open_clip:unbag-tiny@random").save(root / "oc")
+    weights = (oc / "open_clip_model.safetensors").read_bytes()
+    for name, data in (("truncated", weights[: len(weights) // 2]), ("badheader", b"\xff" * 64), ("empty", b"")):
+        import shutil
+        shutil.copytree(oc, root / name)
+        (root / name / "open_clip_model.safetensors").write_bytes(data)
+    features("builtin", "swaps", root / "cache", n=8)
+    return root
+
+
+ERRORS = {  # name: (argv with {root} and {out}, words the message must hold)
+    "hf at an open_clip folder": (["eval", "--model", "hf:{root}/oc", "--bench", "ctrl-retrieval:8"], "open_clip"),
+    "truncated safetensors": (["eval", "--model", "{root}/truncated", "--bench", "ctrl-retrieval:8"], "truncated"),
+    "bad-header safetensors": (["eval", "--model", "{root}/badheader", "--bench", "ctrl-retrieval:8"], "safetensors"),
+    "empty safetensors": (["eval", "--model", "{root}/empty", "--bench", "ctrl-retrieval:8"], "safetensors"),
+    "eval batch 0": (["eval", "--bench", "ctrl-retrieval:8", "--batch-size", "0", "--out", "{out}/r.json"], ">= 1"),
+    "eval batch negative": (["eval", "--bench", "ctrl-retrieval:8", "--batch-size", "-3", "--out", "{out}/r.json"],
+                            ">= 1"),
+    "sgi batch 0": (["eval", "--protocol", "sgi", "--batch-size", "0", "--out", "{out}/r.json"], ">= 1"),
+    "train batch 0": (["train", "--steps", "2", "--batch-size", "0", "--out", "{out}/t"], "--batch-size 0"),
+    "train steps -5": (["train", "--steps", "-5", "--out", "{out}/t"], "--steps -5"),
+    "head steps -5": (["train", "--method", "tflocal", "--model", "builtin", "--data", "{root}/cache", "--steps", "-5",
+                       "--out", "{out}/h"], "--steps -5"),
+    "head batch 0": (["train", "--method", "tflocal", "--data", "{root}/cache", "--batch-size", "0", "--out",
+                      "{out}/h"], "--batch-size 0"),
+    "features n 0": (["features", "--data", "swaps", "--n", "0", "--out", "{out}/f"], "n must be"),
+    "device gpu": (["eval", "--bench", "ctrl-retrieval:8", "--device", "gpu", "--out", "{out}/r.json"],
+                   "not a device"),
+    "device cuda without one": (["eval", "--model", "open_clip:unbag-tiny@random", "--bench", "ctrl-retrieval:8",
+                                 "--device", "cuda:7", "--out", "{out}/r.json"], "--device cuda:7"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_errors_are_messages_with_exit_2_and_nothing_written(case, broken, tmp_path, capsys):
+    import torch
+    argv, words = ERRORS[case]
+    if "cuda" in case and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has that GPU")
+    out = tmp_path / "out"
+    out.mkdir()
+    code, _, err = _run([a.format(root=broken, out=out) for a in argv] + ["--quiet"], capsys)
+    assert code == 2 and err.startswith("unbag: error:") and words in err and "Traceback" not in err, err
+    assert "open_clip:open_clip" not in err
+    assert list(out.iterdir()) == []
+
+
+def test_damaged_checkpoint_on_resume_is_a_message(tmp_path, capsys):
+    args = ["train", "--steps", "2", "--batch-size", "4", "--workers", "0", "--ckpt-every", "1", "--out",
+            str(tmp_path / "t"), "--quiet"]
+    assert _run(args, capsys)[0] == 0
+    (tmp_path / "t" / "ckpt" / "trainer.pt").write_bytes(b"garbage")
+    code, _, err = _run(args + ["--resume"], capsys)
+    assert code == 2 and "trainer.pt" in err and "damaged" in err
+    (tmp_path / "t" / "ckpt" / "open_clip_model.safetensors").write_bytes(b"\x00" * 10)
+    code, _, err = _run(args + ["--resume"], capsys)
+    assert code == 2 and "open_clip_model.safetensors" in err
+
+
+def test_score_with_no_images_is_a_message():
+    from unbag import api
+    from unbag.errors import UnbagError
+    with pytest.raises(UnbagError, match="images is empty"):
+        api.score("builtin", [], ["a dog"])
+    with pytest.raises(UnbagError, match="captions is empty"):
+        api.score("builtin", [np.zeros((8, 8, 3), np.uint8)], [])
+
+
+def test_explain_on_a_free_image_uses_the_photo_regions(tmp_path, monkeypatch):
+    from PIL import Image
+    from skimage import data
+    import unbag.sgi.explain as ex
+    from unbag import api
+    Image.fromarray(data.coffee()).resize((96, 64)).save(tmp_path / "c.png")
+    real, used = ex.explain, []
+    monkeypatch.setattr(ex, "explain", lambda b, bench, cfg: used.append(cfg) or real(b, bench, cfg))
+    exp = api.explain("builtin", str(tmp_path / "c.png"), "a red cup on a plate")
+    assert used[0].regions == "selective" and used[0].phases == 1
+    whole = [[0, 0, 96, 64]]
+    assert any(r["region"] != whole for r in exp.rows)  # not every segment on the whole picture
+    api.explain("builtin", str(tmp_path / "c.png"), "a red cup", regions="grid")
+    assert used[1].regions == "grid"  # an option still overrides

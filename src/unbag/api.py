@@ -137,14 +137,18 @@ def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "
 def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, caption: Sequence[str] | str,
             protocol: str = "sgi", **options: Any) -> "Explanation":
     """Which region each caption segment chose under an SGI protocol: `.image` (PIL drawing),
-    `.rows` (segment, kind, region, cosine), `.scores` [images, captions], `.table()`, `.save(png)`."""
+    `.rows` (segment, kind, region, cosine), `.scores` [images, captions], `.table()`, `.save(png)`.
+    A free image takes the photo benchmarks' regions (`selective`, one view), as `unbag eval` on
+    photos does; SGI options override them."""
+    from .benchmarks import PHOTO_SGI
     from .scoring import SGI_PRESETS
     from .sgi.explain import explain as draw
     from .sgi.protocol import SGIConfig
     if protocol not in SGI_PRESETS:
         raise UnbagError(f"explain draws SGI matches: protocol must be one of {', '.join(SGI_PRESETS)}, "
                          f"got {protocol!r}")
-    cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **{k: v for k, v in options.items() if v is not None}})
+    given = {k: v for k, v in options.items() if v is not None}
+    cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **PHOTO_SGI, **given})
     return draw(_backend(model), _pairs(image, caption, "unbag.explain"), cfg)
 
 

@@ -106,8 +106,8 @@ def _sgi_options(a: argparse.Namespace) -> dict:
 
 def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g = e.add_argument_group("SGI options (--protocol sgi or sgi:paper; they override the preset)")
-    g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs, optionally +groups "
-                   "(default blobs+groups)")
+    g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs | selective, optionally "
+                   "+groups (default blobs+groups on ctrl; selective on photos and free images)")
     g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | tokens (a ViT encodes only the "
                    "patches a region covers: faster, weaker; docs/sgi.md) | crop (zoom)")
     g.add_argument("--assign", default=None, help="max (default, the paper's) | hungarian (one-to-one)")
@@ -207,7 +207,8 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train or fine-tune a model")
     t.add_argument("--method", default="clip", help="clip | clip-dense | ft | negclip | clic | degla | tflocal | "
                    "tflocal-li | tfglobal | tfregions")
-    t.add_argument("--model", default="open_clip:unbag-tiny@random", help="model spec to start from")
+    t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
+                   "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
                    "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
                    "for the heads")

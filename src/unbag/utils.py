@@ -104,6 +104,31 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
     return path
 
 
+def whole_numbers(obj: object, least: dict[str, int]) -> None:
+    """Refuse a config whose counts are below their least values (`least`: field -> minimum)."""
+    from .errors import UnbagError
+    for name, low in least.items():
+        v = getattr(obj, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise UnbagError(f"--{name.replace('_', '-')} {v!r}: must be a whole number >= {low}")
+
+
+def read_safetensors(path: str | os.PathLike, device: str = "cpu") -> dict:
+    """The tensors of a safetensors file, with an error naming the file when it is missing, cut
+    short or not a safetensors file."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from .errors import UnbagError
+    try:
+        return load_file(str(path), device=device)
+    except FileNotFoundError:
+        raise UnbagError(f"{path}: weights file not found") from None
+    except (SafetensorError, OSError) as e:
+        raise UnbagError(f"{path}: not a readable safetensors file ({e}); it may be truncated or "
+                         "overwritten: restore or rebuild it") from None
+
+
 def write_json(path: str | os.PathLike, obj: object) -> Path:
     return atomic_write(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from rich.progress import Progress
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from ..errors import UnbagError
 from ..training.engine import lr_lambda, param_groups
-from ..utils import atomic_dir, versions
+from ..utils import atomic_dir, read_safetensors, versions, whole_numbers
 from .common import HeadConfig, head_inputs, image_fields, match_loss, text_fields
 from .features import FeatureCache
 from .tfglobal import TFGlobal
@@ -38,6 +38,9 @@ class HeadTrainConfig:
     weight_decay: float = 0.01
     seed: int = 0
     hard_negatives: bool = True  # caption-data caches: score each image against its negative caption
+
+    def __post_init__(self) -> None:
+        whole_numbers(self, {"steps": 1, "batch_size": 1, "negatives": 0})
 
     @property
     def warmup_steps(self) -> int:
@@ -146,5 +149,5 @@ def load_head(path: str | os.PathLike) -> tuple[torch.nn.Module, dict]:
     except FileNotFoundError:
         raise UnbagError(f"{path}: not a head checkpoint (no head.json)") from None
     head = build(HeadConfig(**record["head"]))
-    head.load_state_dict(load_file(str(path / "head.safetensors")))
+    head.load_state_dict(read_safetensors(path / "head.safetensors"))
     return head.eval(), record

@@ -77,8 +77,23 @@ MODELS: dict[str, Form] = {
 SPEC_FORMS = tuple(f.form for f in MODELS.values()) + ("PATH (a model folder unbag saved: open_clip or transformers)",)
 
 
+def check_device(device: str | torch.device) -> torch.device:
+    """The torch device a --device names; refused when torch does not know it or has no such GPU."""
+    try:
+        d = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise UnbagError(f"--device {device!r}: not a device torch knows (cpu, cuda, cuda:N, mps)") from None
+    if d.type == "cuda" and not torch.cuda.is_available():
+        raise UnbagError(f"--device {device}: torch sees no CUDA GPU on this machine (torch {torch.__version__}); "
+                         "use --device cpu")
+    if d.type == "cuda" and d.index is not None and d.index >= torch.cuda.device_count():
+        raise UnbagError(f"--device {device}: torch sees {torch.cuda.device_count()} GPU(s)")
+    return d
+
+
 def load(spec: str, device: str | torch.device = "cpu") -> Backend:
     """Build the backend a spec names, on `device`, in eval mode."""
+    check_device(device)
     prefix, _, rest = spec.partition(":")
     if prefix in MODELS:
         return MODELS[prefix].loader(spec, rest, device)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
+from safetensors import SafetensorError
 
 from ..errors import UnbagError
 from .base import (Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize,
@@ -31,15 +32,24 @@ def _load(path: str):
         import transformers
     except ImportError:
         raise UnbagError("hf: backends need transformers: pip install transformers") from None
+    if (Path(path) / "open_clip_config.json").is_file():
+        raise UnbagError(f"hf:{path}: an open_clip model folder, not a transformers one; load it as "
+                         f"open_clip:local-dir:{path} (or just {path})")
     try:
         cfg = transformers.AutoConfig.from_pretrained(path)
+    except ValueError as e:
+        raise UnbagError(f"hf:{path}: not a transformers CLIP/SigLIP folder ({e})") from None
     except OSError as e:
         raise UnbagError(f"hf:{path}: cannot find the model ({e}). Download it where a network is "
                          "available (huggingface-cli download ID --local-dir DIR) and pass hf:DIR") from None
     kinds = {"clip": transformers.CLIPModel, "siglip": transformers.SiglipModel}
     if cfg.model_type not in kinds:
         raise UnbagError(f"hf:{path}: model type {cfg.model_type!r} is not supported (clip, siglip)")
-    return cfg.model_type, kinds[cfg.model_type].from_pretrained(path), transformers
+    try:
+        model = kinds[cfg.model_type].from_pretrained(path)
+    except (OSError, ValueError, SafetensorError) as e:
+        raise UnbagError(f"hf:{path}: cannot load the weights ({e})") from None
+    return cfg.model_type, model, transformers
 
 
 class HFBackend(Backend):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 from PIL import Image
+from safetensors import SafetensorError
 
 from ..errors import UnbagError
 from .base import Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize
@@ -73,10 +74,12 @@ class OpenCLIPBackend(Backend):
         try:
             model, _, preprocess = oc.create_model_and_transforms(
                 name, pretrained=pretrained, device=device, load_weights=load_weights)
-        except (RuntimeError, FileNotFoundError, ValueError, OSError) as e:
+        except (RuntimeError, FileNotFoundError, ValueError, OSError, SafetensorError) as e:
             hint = (" (offline: put the weights file where `pretrained` points, or set "
                     "HF_HUB_OFFLINE=0 on a machine with internet)" if pretrained else "")
-            raise UnbagError(f"open_clip:{spec}: cannot load model: {e}{hint}") from e
+            if isinstance(e, SafetensorError):
+                hint = " (the weights file is truncated or not a safetensors file: restore or rebuild it)"
+            raise UnbagError(f"{spec}: cannot load model: {e}{hint}") from None
         model.eval()
         self.model = model
         self.model_cfg = self._model_cfg(oc, name)

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save, save_file
+from safetensors.torch import save, save_file
 
 from ..errors import UnbagError
-from ..utils import atomic_dir, atomic_write
+from ..utils import atomic_dir, atomic_write, read_safetensors
 
 ROW_TOL = 1e-4  # a row whose values leave base x scale by more than this is stored whole
 
@@ -168,7 +168,7 @@ def save_builtin(run: str | os.PathLike, init_spec: str, seed: int, out: str | o
     its open_clip config beside it; `out`'s other files are left alone."""
     from . import load
 
-    trained = load_file(str(Path(run) / "model" / "open_clip_model.safetensors"))
+    trained = read_safetensors(Path(run) / "model" / "open_clip_model.safetensors")
     torch.manual_seed(seed)  # as the trainer did before building the model
     init = load(init_spec).model.state_dict()
     out = Path(out)
@@ -198,7 +198,7 @@ def load_builtin(path: Path, spec: str, device: str | torch.device = "cpu"):
         backend = OpenCLIPBackend(spec, f"local-dir:{path}", device=device, load_weights=False)
     finally:
         logging.getLogger().removeFilter(quiet)
-    _copy_in(backend, unpack(load_file(str(path / "weights.safetensors")), backend.model.state_dict()),
+    _copy_in(backend, unpack(read_safetensors(path / "weights.safetensors"), backend.model.state_dict()),
              path / "weights.safetensors")
     return backend
 
@@ -209,7 +209,7 @@ def load_overlay(path: Path, spec: str, device: str | torch.device = "cpu"):
 
     info = json.loads((path / "overlay.json").read_text())
     backend = load(info["base"], device=device)
-    _copy_in(backend, unpack(load_file(str(path / "weights.safetensors")), backend.model.state_dict()),
+    _copy_in(backend, unpack(read_safetensors(path / "weights.safetensors"), backend.model.state_dict()),
              path / "weights.safetensors")
     backend.spec = spec
     return backend

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import torch
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from .. import models
 from ..errors import UnbagError
 from ..errors import warn
-from ..utils import atomic_dir, atomic_write, check_out, mark, versions, write_json
+from ..utils import atomic_dir, atomic_write, check_out, mark, read_safetensors, versions, whole_numbers, write_json
 from .. import dist
 from . import freeze
 from .data import batches
@@ -68,6 +68,10 @@ class TrainConfig:
     swap_weight: float = 1.0  # clip-dense: weight of its phrase-swap hard-negative loss
     shape_swaps: bool = False  # clip-dense: its phrase swaps replace shape nouns too (the caption's other shapes)
     select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
+
+    def __post_init__(self) -> None:
+        whole_numbers(self, {"steps": 1, "batch_size": 1, "accum": 1, "ckpt_every": 1, "log_every": 1,
+                             "workers": 0, "typed_negatives": 0, "unlock_last": 0})
 
     @classmethod
     def for_method(cls, method: str, **overrides) -> "TrainConfig":
@@ -200,10 +204,15 @@ class Trainer:
             raise UnbagError(f"{self.ckpt_dir}/train_config.json: resume with a different config "
                              f"(fields {sorted(diff)}); use a new --out or the same options")
         dev = str(self.backend.device)
-        self.model.load_state_dict(load_file(str(self.ckpt_dir / self.backend.weights_file), device=dev))
+        self.model.load_state_dict(read_safetensors(self.ckpt_dir / self.backend.weights_file, device=dev))
         if self.ema is not None:
-            self.ema.model.load_state_dict(load_file(str(self.ckpt_dir / "ema.safetensors"), device=dev))
-        state = torch.load(self.ckpt_dir / "trainer.pt", weights_only=True, map_location="cpu")
+            self.ema.model.load_state_dict(read_safetensors(self.ckpt_dir / "ema.safetensors", device=dev))
+        try:
+            state = torch.load(self.ckpt_dir / "trainer.pt", weights_only=True, map_location="cpu")
+            state["optimizer"], state["scheduler"], state["step"]
+        except Exception as e:  # torch raises many kinds for a damaged pickle/zip
+            raise UnbagError(f"{self.ckpt_dir / 'trainer.pt'}: cannot read the checkpoint ({type(e).__name__}: "
+                             f"{str(e)[:200]}); it is damaged: start again with another --out") from None
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state.get("scaler", {}))
@@ -341,8 +350,8 @@ class Trainer:
         if lead:
             meta = {"trained_by": "unbag train", "config": asdict(cfg)}
             if self.best is not None:  # export the selected checkpoint, and say which it was
-                self.model.load_state_dict(load_file(str(self.best_dir / "model.safetensors"),
-                                                     device=str(self.backend.device)))
+                self.model.load_state_dict(read_safetensors(self.best_dir / "model.safetensors",
+                                                            device=str(self.backend.device)))
                 meta["selected"] = self.best
             self.backend.save(out, extra=meta, overwrite=True)  # a part of its own run folder
             if self.ema is not None:
