@@ -230,15 +230,26 @@ def _trained_config(out: Path) -> dict | None:
 
 
 def print_matrix(results: list[dict]) -> None:
-    """Rows = model x protocol; columns = ctrl group score per category (ID/OOD) and retrieval R@1."""
-    from rich.table import Table
-
-    from .world.swap import CATEGORIES as cats
+    """ctrl's matrix (rows = model x protocol; columns = group score per category, ID/OOD, and
+    retrieval R@1), then one table per other benchmark, as it declares (benchmarks.Summary)."""
+    from .benchmarks import summary
+    from .reports.table import print_summaries
 
     rows: dict[tuple[str, str], dict] = {}
     for r in results:
         c = r["cell"]
-        rows.setdefault((c["model"], c["protocol"]), {}).update(r["metrics"])
+        if summary(r["benchmark"]["name"]) is None:  # ctrl and its retrieval set: this matrix
+            rows.setdefault((c["model"], c["protocol"]), {}).update(r["metrics"])
+    if rows:
+        _print_ctrl(rows)
+    print_summaries([(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results])
+
+
+def _print_ctrl(rows: dict[tuple[str, str], dict]) -> None:
+    from rich.table import Table
+
+    from .world.swap import CATEGORIES as cats
+
     t = Table(title="group score % (ID / OOD) on ctrl; retrieval R@1 % (image->text / text->image)")
     for h in ["model", "protocol", *cats, "OOD avg c/s/m", "retrieval R@1"]:
         t.add_column(h, justify="left" if h in ("model", "protocol") else "right")

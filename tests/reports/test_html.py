@@ -77,3 +77,63 @@ def test_headline_states_the_matrix_from_its_numbers():
     assert "global 40.0-45.0; SGI 80.0-85.0; SGI-paper 20.0 (pre only)" in said[1] and "2 models" in said[1]
     assert "FT +20.0 ID / +5.0 OOD" in said[2]
     assert headline({("pre", "global"): {}}) == []
+
+
+@pytest.fixture(scope="module")
+def every_benchmark(request, tmp_path_factory):
+    """One plan over every registered benchmark (global, and SGI where it applies), run, reported."""
+    import importlib.util
+    from unbag.run import run_plan
+    spec = importlib.util.spec_from_file_location("public", Path(__file__).parents[1] / "benchmarks" / "test_public.py")
+    public = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(public)
+    d = tmp_path_factory.mktemp("mixed")
+    benches = "\n".join(f'{name.replace("+", "p")} = "{make(request.getfixturevalue)}"'
+                        for name, make in public.FIXTURES.items())
+    (d / "plan.toml").write_text(f'out = "{d / "run"}"\nexplain = []\n[models]\npre = "builtin"\n[benchmarks]\n{benches}\n'
+                                 '[protocols]\nglobal = "global"\nSGI = { protocol = "sgi", phases = 1 }\n')
+    results = run_plan(d / "plan.toml", progress=False)
+    return results, write_report([d / "run"], d / "report"), d
+
+
+def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsys):
+    from unbag import benchmarks
+    from unbag.run import print_matrix
+    results, out, _ = every_benchmark
+    page, md = (out / "index.html").read_text(), (out / "report.md").read_text()
+    links = re.findall(r'<a href="data/([^"]+)" title="([^"]+): metrics\[&#x27;([^&]+)&#x27;\]">([\d.]+)</a>', page)
+    for name, _, key, shown in links:
+        assert shown == f"{100 * json.loads((out / 'data' / name).read_text())['metrics'][key]:.1f}"
+    linked = {(name, key) for name, _, key, _ in links}
+    print_matrix(results)
+    printed = capsys.readouterr().out
+    for r in results:  # every declared headline metric of every cell is in the page, linked, and printed
+        s = benchmarks.summary(r["benchmark"]["name"])
+        if s is None:
+            continue
+        assert f"<h2>{r['benchmark']['name']} (" in page and f"## {r['benchmark']['name']} (" in md
+        assert r["benchmark"]["name"] in printed
+        cell = Path(r["cell"]["file"]).name
+        for key in s.keys(set(r["metrics"])):
+            assert (cell, key) in linked, (cell, key)
+        assert f"{100 * r['metrics'][s.chart]:.1f}" in printed
+    for key, label in (("type=replace/text", "type=replace/I2T"), ("macro/itt", "macro/ITT"),
+                       ("all/acc_official", "all/acc_official"), ("all/zeroshot/top1", "all/zeroshot/top1"),
+                       ("all/retrieval/t2i/R@10", "all/retrieval/t2i/R@10")):
+        assert f"<th>{label}</th>" in page, label
+    charts = sorted(p.name for p in (out / "figures").glob("bench-*.png"))
+    assert len(charts) == len({r["benchmark"]["name"] for r in results if benchmarks.summary(r["benchmark"]["name"])})
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_report_of_every_benchmark_in_a_headless_browser(every_benchmark):
+    _, out, _ = every_benchmark
+    base = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+            "--disable-background-networking", "--virtual-time-budget=5000"]
+    dom = subprocess.run(base + ["--dump-dom", (out / "index.html").as_uri()], capture_output=True, text=True,
+                         timeout=120)
+    assert 'data-images-ok="yes"' in dom.stdout
+    for name in ("sugarcrepe", "sugarcrepe++", "aro-vgr", "aro-coco-order", "valse", "winoground", "bivlc",
+                 "imagefolder", "karpathy"):
+        assert f"<h2>{name} (" in dom.stdout
+    assert "OOD avg c/s/m" in dom.stdout  # ctrl's own table is there too

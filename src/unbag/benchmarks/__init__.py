@@ -8,12 +8,43 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, image_key, load_image
+
+
+@dataclass(frozen=True)
+class Summary:
+    """How a benchmark's results are summarised in reports and in `unbag run`'s printed tables: its
+    table's columns (metric keys; a `*` stands for any subset name), the headline metric its chart
+    draws, and display names for metric names (BiVLC calls the text score I2T)."""
+    columns: tuple[str, ...]
+    chart: str
+    names: dict = field(default_factory=dict)
+
+    def keys(self, metrics: set[str]) -> list[str]:
+        """The columns present among `metrics`, patterns expanded in sorted order, each key once."""
+        out: list[str] = []
+        for pat in self.columns:
+            if "*" not in pat:
+                found = [pat] if pat in metrics else []
+            else:
+                rx = re.compile("^" + ".+".join(re.escape(p) for p in pat.split("*")) + "$")
+                found = sorted(k for k in metrics if rx.match(k))
+            out += [k for k in found if k not in out]
+        return out
+
+    def label(self, key: str) -> str:
+        head, _, metric = key.rpartition("/")
+        return f"{head}/{self.names.get(metric, metric)}" if head else self.names.get(metric, metric)
+
+
+# every benchmark whose own declaration is missing (a Benchmark built in Python) is shown so
+DEFAULT_SUMMARY = Summary(("macro/*", "all/*"), "")
 
 
 @dataclass(frozen=True)
@@ -25,6 +56,7 @@ class Kind:
     image_root: bool = False  # takes NAME:DIR:IMAGE_ROOT (annotations and images kept apart)
     global_only: bool = False  # every image against every text (retrieval, classification)
     sgi: dict = field(default_factory=dict)  # SGI options its images call for, under the user's own
+    summary: Summary | None = None  # its report table and chart; None: the report's ctrl table shows it
 
 
 # Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes
@@ -53,24 +85,38 @@ def _ctrl_retrieval(path: str, image_root: str | None, seed: int):
     return ctrl_retrieval(int(path) if path else 1000)
 
 
+PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")
+TWO_BY_TWO = Summary(("all/text", "all/image", "all/group"), "all/group")
+RETRIEVAL = Summary(tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10)),
+                    "all/retrieval/i2t/R@1")
+
 BENCHMARKS: dict[str, Kind] = {
     "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False),
     "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True),
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", _call("sugarcrepe", "load_sugarcrepe", "path", "image_root"),
-                       image_root=True, sgi=PHOTO_SGI),
+                       image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE),
     "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]",
                          _call("sugarcrepe", "load_sugarcrepe_pp", "path", "image_root"), image_root=True,
-                         sgi=PHOTO_SGI),
-    "aro-vgr": Kind("aro-vgr:DIR", _call("aro", "load_vgr", "path"), sgi=PHOTO_SGI),
-    "aro-vga": Kind("aro-vga:DIR", _call("aro", "load_vga", "path"), sgi=PHOTO_SGI),
-    "aro-coco-order": Kind("aro-coco-order:DIR", _call("aro", "load_coco_order", "path", "seed"), sgi=PHOTO_SGI),
-    "aro-flickr-order": Kind("aro-flickr-order:DIR", _call("aro", "load_flickr_order", "path", "seed"), sgi=PHOTO_SGI),
-    "valse": Kind("valse:DIR[:IMAGE_ROOT]", _call("valse", "load", "path", "image_root"), image_root=True, sgi=PHOTO_SGI),
-    "winoground": Kind("winoground:DIR", _call("winoground", "load", "path"), sgi=PHOTO_SGI),
-    "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path"), sgi=PHOTO_SGI),
-    "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True),
+                         sgi=PHOTO_SGI, summary=Summary(("macro/itt", "macro/tot", "all/itt", "all/tot", "*/itt",
+                                                         "*/tot"), "macro/itt", {"itt": "ITT", "tot": "TOT"})),
+    "aro-vgr": Kind("aro-vgr:DIR", _call("aro", "load_vgr", "path"), sgi=PHOTO_SGI,
+                    summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
+    "aro-vga": Kind("aro-vga:DIR", _call("aro", "load_vga", "path"), sgi=PHOTO_SGI,
+                    summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
+    "aro-coco-order": Kind("aro-coco-order:DIR", _call("aro", "load_coco_order", "path", "seed"), sgi=PHOTO_SGI,
+                           summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
+    "aro-flickr-order": Kind("aro-flickr-order:DIR", _call("aro", "load_flickr_order", "path", "seed"), sgi=PHOTO_SGI,
+                             summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
+    "valse": Kind("valse:DIR[:IMAGE_ROOT]", _call("valse", "load", "path", "image_root"), image_root=True, sgi=PHOTO_SGI,
+                  summary=Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")),
+    "winoground": Kind("winoground:DIR", _call("winoground", "load", "path"), sgi=PHOTO_SGI, summary=TWO_BY_TWO),
+    "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path"), sgi=PHOTO_SGI,
+                  summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
+                                   "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
+    "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True,
+                        summary=Summary(("all/zeroshot/top1", "all/zeroshot/top5"), "all/zeroshot/top1")),
     "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
-                     image_root=True, global_only=True),
+                     image_root=True, global_only=True, summary=RETRIEVAL),
 }
 
 
@@ -140,6 +186,13 @@ def files_fingerprint(spec: str) -> str | None:
     return h.hexdigest()
 
 
+def summary(name: str) -> Summary | None:
+    """How results of a benchmark (by the name its results record) are summarised; None for the
+    ones the report's ctrl table shows."""
+    k = BENCHMARKS.get(name)
+    return k.summary if k else DEFAULT_SUMMARY
+
+
 def sgi_defaults(name: str) -> dict:
     """The SGI options a benchmark (name or spec) declares for its images; {} for unregistered ones."""
     k = BENCHMARKS.get(name.partition(":")[0])
@@ -151,5 +204,5 @@ def forms() -> str:
     return " | ".join(k.form for k in BENCHMARKS.values())
 
 
-__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "sgi_defaults", "files_fingerprint",
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "sgi_defaults", "files_fingerprint", "summary", "Summary",
            "BENCHMARKS", "PHOTO_SGI"]

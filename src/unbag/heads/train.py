@@ -40,7 +40,7 @@ class HeadTrainConfig:
     hard_negatives: bool = True  # caption-data caches: score each image against its negative caption
 
     def __post_init__(self) -> None:
-        whole_numbers(self, {"steps": 1, "batch_size": 1, "negatives": 0})
+        whole_numbers(self, {"steps": 0, "batch_size": 1, "negatives": 0})  # 0 steps: the head at its start
 
     @property
     def warmup_steps(self) -> int:

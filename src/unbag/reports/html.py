@@ -244,12 +244,7 @@ img {{ max-width: 100%; height: auto; }}
 <h1>{title}</h1>
 {headline}
 <p class="note">{note}</p>
-<h2>Group score by category (%, ID / OOD) and general ability</h2>
-{table}
-<p class="note">Strict &gt;: ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1
-(image&rarr;text, text&rarr;image), ties against the model. Every number links to its results file.</p>
-<h2>Charts</h2>
-{figures}
+{body}
 {explain}
 <h2>Results files</h2>
 <ul>{files}</ul>
@@ -266,13 +261,80 @@ window.addEventListener("load", () => {{
 """
 
 
+def summary_sections(results: list[Result], out: Path) -> list[tuple[str, list[str], list[list], tuple | None]]:
+    """Per benchmark with a declared summary: (title, header, rows, (chart file, caption) or None)."""
+    from ..benchmarks import summary
+    from .table import summary_tables
+
+    made = []
+    cells = [(r.model, r.protocol, r.res, r) for r in results]
+    for k, (name, title, head, rows) in enumerate(summary_tables(cells)):
+        made.append((title, head, rows, bar_chart(title, rows, summary(name).chart, out, k)))
+    return made
+
+
+def bar_chart(title: str, rows: list[list], key: str, out: Path, k: int) -> tuple | None:
+    """A bar per row of a summary table's headline metric (`key`), as figures/bench-K.png."""
+    entries = [next((e for e in row[2:] if e is not None and e[2] == key), None) for row in rows]
+    if not key or all(e is None for e in entries):
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{row[0]}\n{row[1]}" for row in rows]
+    fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(labels)), 3.4))
+    ax.bar(range(len(labels)), [0 if e is None else 100 * e[0] for e in entries], 0.6, color="#4C72B0")
+    ax.set_xticks(list(range(len(labels))), labels, fontsize=7, rotation=45, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel(f"{key} %")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    name = f"figures/bench-{k}.png"
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name, f"{title}: {key} per model and protocol"
+
+
+def _table_html(head: list[str], body: list[list]) -> str:
+    t = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for row in body:
+        cells = [f"<td>{html.escape(row[0])}</td>", f"<td>{html.escape(str(row[1]))}</td>"]
+        for e in row[2:]:
+            cells.append(f"<td>{100 * e[0]:.1f}</td>" if e is not None and e[1] is None else _cell_html(e))
+        t.append("<tr>" + "".join(cells) + "</tr>")
+    t.append("</table>")
+    return "\n".join(t)
+
+
+def _table_md(head: list[str], body: list[list]) -> list[str]:
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in body:
+        cells = [row[0], str(row[1])] + [f"{100 * e[0]:.1f}" if e is not None and e[1] is None else _cell_md(e)
+                                         for e in row[2:]]
+        md.append("| " + " | ".join(cells) + " |")
+    return md
+
+
+def _figure(name: str, caption: str) -> str:
+    return (f'<figure><img src="{name}" alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}'
+            "</figcaption></figure>")
+
+
+CTRL_NOTE = ("Strict &gt;: ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
+             "(image&rarr;text, text&rarr;image), ties against the model. Every number links to its results file.")
+
+
 def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results",
                  overwrite: bool = False) -> Path:
     """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/ from results
-    files and run folders (no model is loaded: explanation images come from the run folders)."""
+    files and run folders (no model is loaded: explanation images come from the run folders): the
+    ctrl table and charts, then a table and chart per other benchmark, as each declares."""
+    from ..benchmarks import summary
+
     check_out(out, "report", overwrite)  # before reading anything
     results = collect(paths)
-    rows = _rows(results)
+    rows = _rows([r for r in results if summary(r.res["benchmark"]["name"]) is None])
     head, body = main_table(rows)
     with atomic_dir(out, "report", overwrite) as tmp:
         for sub in ("data", "figures", "explain"):
@@ -280,37 +342,33 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
         for r in results:
             shutil.copyfile(r.file, tmp / "data" / r.data_name)
         figs = figures(rows, tmp) if rows else []
+        sections = summary_sections(results, tmp)
         expl = explanations(paths, tmp)
         v = results[0].res.get("versions", {})
         note = html.escape(f"{len(results)} results files; unbag {v.get('unbag')}, torch {v.get('torch')}, "
                            f"open_clip {v.get('open_clip')}, git {v.get('git_commit')}")
-        t = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-        for row in body:
-            cells = [f"<td>{html.escape(row[0])}</td>", f"<td>{html.escape(str(row[1]))}</td>"]
-            for e in row[2:]:
-                cells.append(f"<td>{100 * e[0]:.1f}</td>" if e is not None and e[1] is None else _cell_html(e))
-            t.append("<tr>" + "".join(cells) + "</tr>")
-        t.append("</table>")
-        fig_html = "".join(f'<figure><img src="{n}" alt="{html.escape(c)}"><figcaption>{html.escape(c)}'
-                           "</figcaption></figure>" for n, c in figs)
-        expl_html = ("<h2>SGI explanations</h2>" + "".join(
-            f'<figure><img src="{n}" alt="{html.escape(c)}"><figcaption>{html.escape(c)}</figcaption></figure>'
-            for n, c in expl)) if expl else ""
+        body_html, md_body = [], []
+        if rows:
+            body_html += ["<h2>ctrl: group score by category (%, ID / OOD) and general ability</h2>",
+                          _table_html(head, body), f'<p class="note">{CTRL_NOTE}</p>', "<h2>Charts</h2>",
+                          "".join(_figure(n, c) for n, c in figs)]
+            md_body += ["## ctrl", ""] + _table_md(head, body) + ["", "Strict '>': ties count as wrong; chance group "
+                                                                     "16.7.", ""] + [f"![{c}]({n})" for n, c in figs]
+        for stitle, shead, srows, chart in sections:
+            body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
+                          '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '
+                          "Every number links to its results file.</p>"] + ([_figure(*chart)] if chart else [])
+            md_body += ["", f"## {stitle}", ""] + _table_md(shead, srows) + ([f"", f"![{chart[1]}]({chart[0]})"]
+                                                                            if chart else [])
+        expl_html = ("<h2>SGI explanations</h2>" + "".join(_figure(n, c) for n, c in expl)) if expl else ""
         files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '
                         f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
                         f"{html.escape(str(r.res['benchmark'].get('spec')))})</li>" for r in results)
         said = headline(rows)
         head_html = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in said) + "</ul>" if said else ""
         (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), headline=head_html, note=note,
-                                                    table="\n".join(t),
-                                                    figures=fig_html, explain=expl_html, files=files))
-        md = [f"# {title}", ""] + [f"- {x}" for x in said] + ["", note, "", "| " + " | ".join(head) + " |",
-                                                              "|" + "---|" * len(head)]
-        for row in body:
-            cells = [row[0], str(row[1])] + [f"{100 * e[0]:.1f}" if e is not None and e[1] is None else _cell_md(e)
-                                             for e in row[2:]]
-            md.append("| " + " | ".join(cells) + " |")
-        md += ["", "Strict '>': ties count as wrong; chance group 16.7.", ""]
-        md += [f"![{c}]({n})" for n, c in figs + expl]
+                                                    body="\n".join(body_html), explain=expl_html, files=files))
+        md = [f"# {title}", ""] + [f"- {x}" for x in said] + ["", note, ""] + md_body
+        md += [""] + [f"![{c}]({n})" for n, c in expl]
         (tmp / "report.md").write_text("\n".join(md) + "\n")
     return Path(out)

@@ -37,3 +37,37 @@ def print_results(res: dict) -> None:
     for k, v in res["metrics"].items():
         t = res.get("ties", {}).get(k)
         print(f"  {k:40s} {100 * v:6.2f}" + (f"   ({t} ties)" if t else ""))
+
+
+def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str, str, list[str], list[list]]]:
+    """One table per benchmark that declares a summary (benchmarks.Summary), in order of first
+    appearance: (benchmark name, title, header, rows). `cells` are (model, protocol, results dict, ref); a row is
+    model, protocol, then per column (value, ref, metric key) or None."""
+    from ..benchmarks import summary
+
+    groups: dict[str, list] = {}
+    for m, p, res, ref in cells:
+        name = res["benchmark"]["name"]
+        if summary(name) is not None:
+            groups.setdefault(name, []).append((m, p, res, ref))
+    out = []
+    for name, group in groups.items():
+        s = summary(name)
+        keys = s.keys({k for _, _, res, _ in group for k in res["metrics"]})
+        specs = sorted({res["benchmark"].get("spec", name) for _, _, res, _ in group})
+        rows = [[m, p, *[(res["metrics"][k], ref, k) if k in res["metrics"] else None for k in keys]]
+                for m, p, res, ref in group]
+        out.append((name, f"{name} ({', '.join(specs)})", ["model", "protocol", *map(s.label, keys)], rows))
+    return out
+
+
+def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
+    """The summary tables on the terminal (%, as in the report)."""
+    console = Console(width=max(150, Console().width))
+    for _, title, head, rows in summary_tables(cells):
+        t = Table(title=f"{title}: %, strict '>' (ties count as wrong)")
+        for h in head:
+            t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
+        for row in rows:
+            t.add_row(row[0], row[1], *["" if e is None else f"{100 * e[0]:.1f}" for e in row[2:]])
+        console.print(t)
