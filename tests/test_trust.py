@@ -405,3 +405,64 @@ def test_explain_on_a_free_image_uses_the_photo_regions(tmp_path, monkeypatch):
     assert any(r["region"] != whole for r in exp.rows)  # not every segment on the whole picture
     api.explain("builtin", str(tmp_path / "c.png"), "a red cup", regions="grid")
     assert used[1].regions == "grid"  # an option still overrides
+
+
+# -- friction a new user met -----------------------------------------------------------------
+
+def test_a_warmup_longer_than_the_run_is_warned(broken, tmp_path):
+    from unbag import api
+    from unbag.errors import UnbagWarning
+    with pytest.warns(UnbagWarning, match=r"warm-up of 50 steps .*\(20 steps\)"):
+        api.train("tflocal", data=str(broken / "cache"), out=tmp_path / "h", steps=20, batch_size=8)
+    rec = json.loads((tmp_path / "h" / "head.json").read_text())
+    assert max(x["lr"] for x in rec["log"]) < 2e-3  # what the warning says: lr is never reached
+
+
+def test_clic_log_shows_both_kinds_of_step(tmp_path):
+    from PIL import Image
+    from unbag import api
+    for k in range(8):
+        Image.new("RGB", (24, 16), (30 * k, 0, 0)).save(tmp_path / f"{k}.png")
+    (tmp_path / "d.csv").write_text("".join(f"{k}.png,a red picture {k},a photo {k}\n" for k in range(8)))
+    api.train("clic", "open_clip:unbag-tiny@random", f"csv:{tmp_path / 'd.csv'}", tmp_path / "t", steps=4,
+              batch_size=4, workers=0, log_every=2)
+    lines = [json.loads(x) for x in (tmp_path / "t" / "log.jsonl").read_text().splitlines()]
+    kinds = {x["clic_step"] for x in lines if "clic_step" in x}
+    assert kinds == {0.0, 1.0} and [x["step"] for x in lines if "loss" in x] == [0, 1, 2, 3]
+
+
+def test_negatives_keep_articles_in_agreement():
+    from unbag.negatives.typed import RuleGenerator, agree_articles
+    assert agree_articles("an orange space suit", "an cyan space suit") == "a cyan space suit"
+    assert agree_articles("A red apple", "A orange apple") == "An orange apple"
+    assert agree_articles("a dog and an egg", "a dog and an egg") == "a dog and an egg"
+    for kind, negs in RuleGenerator().candidates("an orange space suit on a wooden table").items():
+        for n in negs:
+            assert "an c" not in n and "a o" not in n, (kind, n)
+
+
+def test_export_writes_a_folder_plain_open_clip_loads(tmp_path, capsys):
+    import open_clip
+    import torch
+    from unbag import load_model
+    code, out, _ = _run(["export", "builtin", "--out", str(tmp_path / "oc")], capsys)
+    assert code == 0 and "local-dir" in out
+    plain, _, _ = open_clip.create_model_and_transforms(f"local-dir:{tmp_path / 'oc'}")
+    ours = load_model("builtin", "cpu")
+    ids = ours.tokenize(["a red cube", "two large metal spheres"])
+    pixels = torch.rand(2, 3, *ours.image_size)
+    with torch.no_grad():
+        assert torch.equal(plain.encode_text(ids), ours.model.encode_text(ids))
+        # the same weights; the image pass may differ in the last float bits between two model objects
+        assert torch.allclose(plain.encode_image(pixels), ours.model.encode_image(pixels), atol=1e-5, rtol=0)
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), ours.model.state_dict().values()))
+
+
+def test_quiet_hides_the_hub_and_transformers_bars(tmp_path, build_hf, capsys, monkeypatch):
+    import os
+    model = build_hf("clip", tmp_path / "clip")
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    code, _, err = _run(["eval", "--model", f"hf:{model}", "--bench", "ctrl-retrieval:8", "--quiet"], capsys)
+    assert code == 0 and os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"
+    import transformers
+    assert not transformers.utils.logging.is_progress_bar_enabled() and "Loading weights" not in err

@@ -185,6 +185,16 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
                    overwrite=overwrite))
 
 
+def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None = "cpu",
+           overwrite: bool = False) -> Path:
+    """Write `model` as a plain folder of its library: open_clip's local-dir layout
+    (`open_clip.create_model_and_transforms("local-dir:OUT")`; the built-in model's packed weights
+    unpacked) or a transformers folder; `unbag.load_model(OUT)` loads it back."""
+    from .utils import check_out
+    check_out(out, "model", overwrite)
+    return _backend(model, device).save(out, overwrite=overwrite)
+
+
 def train(method: str, model: "str | None" = None, data: str | os.PathLike = "world",
           out: str | os.PathLike | None = None, *, resume: bool = False, progress: bool = False,
           overwrite: bool = False, **hyperparameters: Any) -> Path:

@@ -150,6 +150,13 @@ def _explain(a: argparse.Namespace) -> None:
     print(f"explanation written to {exp.save(a.out)}")
 
 
+def _export(a: argparse.Namespace) -> None:
+    from .api import export
+
+    print(f"model written to {export(a.model, a.out, device=a.device, overwrite=a.overwrite)} (open_clip loads "
+          "it as local-dir:DIR, transformers' folders with from_pretrained)")
+
+
 def _demo(a: argparse.Namespace) -> None:
     from pathlib import Path
 
@@ -284,8 +291,16 @@ def parser() -> argparse.ArgumentParser:
     _add_overwrite(f)
     f.set_defaults(fn=_features)
 
+    xp = sub.add_parser("export", help="write a model as a plain folder its library loads (open_clip local-dir, "
+                        "or transformers)")
+    xp.add_argument("model", help="a model spec, e.g. builtin or builtin:clic")
+    xp.add_argument("--out", required=True)
+    xp.add_argument("--device", default="cpu")
+    _add_overwrite(xp)
+    xp.set_defaults(fn=_export)
+
     r = sub.add_parser("run", help="run a plan: models x benchmarks x protocols (resumable)")
-    r.add_argument("plan", help="a TOML plan file (see unbag/run.py)")
+    r.add_argument("plan", help="a TOML plan file (docs/plans.md)")
     r.add_argument("--out", default=None, help="overrides the plan's out")
     r.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     r.add_argument("--quiet", action="store_true")
@@ -328,6 +343,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if getattr(args, "quiet", False):  # transformers' and the hub's bars too (read when they are imported)
+        import os
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        if "transformers" in sys.modules:
+            sys.modules["transformers"].utils.logging.disable_progress_bar()
     warnings.simplefilter("always", UnbagWarning)
     warnings.showwarning = _show_warning
     try:

@@ -75,6 +75,19 @@ def _fill(candidates: dict[str, list[str]], caption: str, k: int, rng: np.random
     return out
 
 
+def agree_articles(caption: str, negative: str) -> str:
+    """'a'/'an' before each word the negative changed, agreeing with that word's first letter
+    ('a space suit' -> 'an cyan space suit' becomes 'a cyan space suit'); other articles are kept."""
+    old, new = caption.split(" "), negative.split(" ")
+    if len(old) != len(new):
+        return negative
+    for i in range(len(new) - 1):
+        if new[i].lower() in ("a", "an") and new[i + 1] != old[i + 1] and new[i + 1][:1].isalpha():
+            want = "an" if new[i + 1][0].lower() in "aeiou" else "a"
+            new[i] = want.capitalize() if new[i][0].isupper() else want
+    return " ".join(new)
+
+
 def _swap(text: str, a: str, b: str) -> str:
     hold = "\x00"
     return replace_word(replace_word(text, a, hold), b, a).replace(hold, b)
@@ -101,7 +114,7 @@ class RuleGenerator:
                     if r != w.lower():
                         out[kind].append(replace_word(caption, w, r))
         out["reorder"] = self._reorder(caption)
-        return out
+        return {k: [agree_articles(caption, c) for c in v] for k, v in out.items()}
 
     def _reorder(self, caption: str) -> list[str]:
         """Exchange two noun chunks (with their modifiers): 'a dog chasing a cat' -> 'a cat chasing a dog'."""

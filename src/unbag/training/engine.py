@@ -1,6 +1,7 @@
 """The trainer: one loop for every method; objectives supply the loss."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import json
@@ -115,8 +116,13 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 
 def lr_lambda(cfg: TrainConfig):
-    """Linear warm-up then cosine to min_lr, as a multiplier of cfg.lr."""
+    """Linear warm-up then cosine to min_lr, as a multiplier of cfg.lr (a warm-up as long as the
+    run is warned about: the rate would never reach cfg.lr)."""
     warmup = cfg.warmup_steps
+    if warmup >= cfg.steps > 0:
+        warn(f"warm-up of {warmup} steps is not shorter than the run ({cfg.steps} steps): the learning rate "
+             f"peaks at {cfg.lr * cfg.steps / warmup:.3g}, never at lr {cfg.lr:g}; pass a shorter --warmup "
+             "(steps, or a fraction of the run such as 0.1)")
 
     def f(step: int) -> float:
         if step < warmup:
@@ -327,16 +333,20 @@ class Trainer:
         log = open(log_path, "a") if lead else contextlib.nullcontext()
         with Progress(*cols, disable=not (progress and lead), transient=False) as bar, log:
             task = bar.add_task(f"train {cfg.method}", total=cfg.steps, completed=self.step, info="")
+            recent: collections.deque = collections.deque(maxlen=self.objective.log_period)
             for raw in it:
                 assert raw["step"] == self.step, (raw["step"], self.step)
                 loss, gnorm, extra = self._train_step(raw)
+                recent.append({"step": self.step, "loss": loss, "lr": self.sched.get_last_lr()[0],
+                               "grad_norm": gnorm, **extra})
                 self.step += 1
                 n_last += len(raw["images"]) * self.world
                 if lead and (self.step % cfg.log_every == 0 or self.step == cfg.steps):
                     dt = time.perf_counter() - t_last
-                    rec = {"step": self.step - 1, "loss": loss, "lr": self.sched.get_last_lr()[0],
-                           "grad_norm": gnorm, "pairs_per_s": n_last / dt, **extra}
-                    log.write(json.dumps(rec) + "\n")
+                    for rec in recent:  # the last step of each kind the objective alternates between
+                        rec = {**rec, "pairs_per_s": n_last / dt}
+                        log.write(json.dumps(rec) + "\n")
+                    recent.clear()
                     log.flush()
                     bar.update(task, info=f"loss {rec['loss']:.4f}  {rec['pairs_per_s']:.0f} pairs/s")
                     t_last, n_last = time.perf_counter(), 0

@@ -25,6 +25,7 @@ class Objective:
     name: ClassVar[str] = ""
     defaults: ClassVar[dict] = {}  # the paper's hyperparameters (TrainConfig.for_method starts from them)
     needs: ClassVar[Needs] = Needs()
+    log_period: ClassVar[int] = 1  # steps in its cycle (CLIC alternates two kinds): each log point writes them all
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError

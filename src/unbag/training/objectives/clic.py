@@ -45,6 +45,7 @@ def clic_loss(image: torch.Tensor, texts: torch.Tensor, scale: torch.Tensor,
 class CLICObjective(Objective):
     name = "clic"
     needs = Needs(clic=True)
+    log_period = 2  # a hard-negative step, then a plain one: the log shows both
     # batch 200 per GPU x 4 in the paper; linear warm-up over 0.2 of the run, cosine to 1e-8
     defaults = dict(lr=1e-6, batch_size=800, warmup=0.2, min_lr=1e-8, eps=1e-8, weight_decay=0.1,
                     lock_image=True)
