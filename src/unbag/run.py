@@ -1,4 +1,5 @@
-"""`unbag run PLAN`: models x benchmarks x protocols from a TOML plan, resumable cell by cell.
+"""`unbag run PLAN`: models x benchmarks x protocols from a TOML plan, resumable cell by cell
+(the format and the reuse rule for users: docs/plans.md).
 
 A plan names its models (specs, or `[train.NAME]` tables trained first), benchmarks and protocols:
 
@@ -22,8 +23,9 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     SGI-1view = { protocol = "sgi", phases = 1 }   # a protocol with options
 
 Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
-cells made with the same model spec and weights, protocol and options (as recorded), so an interrupted run
-continues where it stopped and a cell whose setup changed runs again. Retrieval sets are scored with the
+cells made with the same model spec and weights, protocol and options (as recorded), benchmark
+spec, seed and files, so an interrupted run continues where it stopped and a cell whose setup
+changed runs again. Retrieval sets are scored with the
 global protocol only (other protocols score candidate pairs); those cells are skipped, as are
 zero-shot classification cells for protocols other than global. When the plan scores the
 generated ctrl with an SGI protocol, OUT/explain/ gets SGI explanation images of a few items (the
