@@ -466,3 +466,19 @@ def test_quiet_hides_the_hub_and_transformers_bars(tmp_path, build_hf, capsys, m
     assert code == 0 and os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"
     import transformers
     assert not transformers.utils.logging.is_progress_bar_enabled() and "Loading weights" not in err
+
+
+@pytest.mark.parametrize("a, b", [("中", "国"), ("🐶", "🐱")])
+def test_explanation_text_draws_cjk_and_emoji_glyphs_not_boxes(a, b):
+    from PIL import Image, ImageDraw, ImageFont
+    from unbag.sgi.explain import _fallback, _text
+    if _fallback(a, 12) is None:
+        pytest.skip(f"no installed font has {a!r} (.ci/run installs fonts-wqy-zenhei and fonts-symbola)")
+    font = ImageFont.load_default(size=12)
+
+    def drawn(ch):
+        im = Image.new("L", (40, 20), 255)
+        _text(ImageDraw.Draw(im), (2, 2), f"a {ch}", 0, font)
+        return np.asarray(im)
+    # the default font alone draws the same box for both characters; a real glyph differs
+    assert not np.array_equal(drawn(a), drawn(b))

@@ -1,8 +1,10 @@
 """`unbag explain`: which region each caption segment chose under SGI, drawn and tabulated."""
 from __future__ import annotations
 
+import functools
 import io
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +24,54 @@ PALETTE = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30
 PANEL = 256
 
 
+LATIN_END = 0x250  # Pillow's default font draws Latin, Latin-1 and Latin Extended; others need a fallback
+
+
+@functools.lru_cache(maxsize=None)
+def _fallback(ch: str, size: int) -> "ImageFont.FreeTypeFont | None":
+    """An installed font with a glyph for `ch` (fontconfig's list; CJK, emoji...), or None."""
+    try:
+        listed = subprocess.run(["fc-list", f":charset={ord(ch):x}", "file"], capture_output=True, text=True,
+                                timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for f in sorted(ln.split(":")[0].strip() for ln in listed.splitlines() if ln.strip()):
+        try:
+            return ImageFont.truetype(f, size)
+        except OSError:  # e.g. a colour-bitmap emoji font, which draws at fixed sizes only
+            continue
+    return None
+
+
+def _runs(text: str, font) -> list[tuple[str, object]]:
+    """`text` split into runs of one font each: the default font, or a fallback that has the glyph."""
+    runs: list[tuple[str, object]] = []
+    for ch in text:
+        f = font if ord(ch) < LATIN_END or ch.isspace() else (_fallback(ch, int(font.size)) or font)
+        if runs and runs[-1][1] is f:
+            runs[-1] = (runs[-1][0] + ch, f)
+        else:
+            runs.append((ch, f))
+    return runs
+
+
+def _length(text: str, font) -> float:
+    return sum(f.getlength(t) for t, f in _runs(text, font))
+
+
+def _text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, fill, font) -> None:
+    """Draw text run by run, each in a font that has its glyphs (no boxes for CJK or emoji)."""
+    x, y = xy
+    for t, f in _runs(text, font):
+        draw.text((x, y), t, fill=fill, font=f)
+        x += f.getlength(t)
+
+
 def _wrap(text: str, font, px: int) -> list[str]:
     """Lines of whole words no wider than px in this font (a longer single word gets its own line)."""
     lines: list[str] = []
     for word in text.split():
-        if lines and font.getlength(lines[-1] + " " + word) <= px:
+        if lines and _length(lines[-1] + " " + word, font) <= px:
             lines[-1] += " " + word
         else:
             lines.append(word)
@@ -52,7 +97,7 @@ def _panel(img: Image.Image, d: dict, score: float, caption: str, font) -> Image
         x0, y0 = region[0][0] * sx, region[0][1] * sy
         draw.text((x0 + 3, y0 + 2 + 10 * (k % 3)), str(k), fill=col, font=font)
     for j, (ln, col) in enumerate(lines):
-        draw.text((4, PANEL + 4 + 16 * j), ln, fill=col, font=font)
+        _text(draw, (4, PANEL + 4 + 16 * j), ln, col, font)
     return out
 
 
