@@ -264,3 +264,57 @@ def imagefolder_dir(tmp_path_factory):
         for k in range(2):
             img(root / name / f"{k}.png", 90 + 2 * c + k)
     return root
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> None:
+    import tarfile
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="session")
+def wds_classification_dir(tmp_path_factory):
+    """CLIP_benchmark's webdataset layout: test/{nshards.txt, 0.tar, 1.tar}, classnames and templates."""
+    root = tmp_path_factory.mktemp("wds_cls")
+    labels = [0, 1, 2, 0, 0, 1, 2]
+    for shard, ks in enumerate(([0, 1, 2, 3], [4, 5, 6])):
+        _tar(root / "test" / f"{shard}.tar", {n: d for k in ks for n, d in
+                                              ((f"s{k:04d}.png", png_bytes(200 + k)), (f"s{k:04d}.cls", f"{labels[k]}\n".encode()))})
+    (root / "test" / "nshards.txt").write_text("2\n")
+    (root / "classnames.txt").write_text("red cube\nblue sphere\ngreen cone\n")
+    (root / "zeroshot_classification_templates.txt").write_text("a photo of a {c}.\na picture of the {c}.\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def wds_retrieval_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wds_ret")
+    _tar(root / "test" / "0.tar", {n: d for k in range(3) for n, d in
+                                   ((f"r{k}.jpg", png_bytes(300 + k)), (f"r{k}.txt", f"a {COLORS[k]} cube\nthe {COLORS[k]} cube\n".encode()))})
+    (root / "test" / "nshards.txt").write_text("1")
+    (root / "dataset_type.txt").write_text("retrieval\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def clip_benchmark_retrieval(tmp_path_factory):
+    """CLIP_benchmark's retrieval annotation files: coco_test_karpathy.json (COCO captions layout,
+    images in val2014/) and flickr30k_test_karpathy.txt (images beside it)."""
+    root = tmp_path_factory.mktemp("cb_ret")
+    images = [{"id": 10 + k, "file_name": f"COCO_val2014_{k:012d}.jpg"} for k in range(3)]
+    anns = [{"image_id": 10 + k, "id": 100 + 2 * k + j, "caption": f"a {COLORS[k + j]} cube"} for k in range(3)
+            for j in range(2)]
+    for im in images:
+        img(root / "val2014" / im["file_name"], 400 + im["id"])
+    (root / "coco_test_karpathy.json").write_text(json.dumps({"images": images, "annotations": anns}))
+    flickr = root / "flickr"
+    lines = ["image,caption"]
+    for k in range(2):
+        img(flickr / f"{1000 + k}.jpg", 500 + k)
+        lines += [f"{1000 + k}.jpg,a {COLORS[k]} dog, running", f"{1000 + k}.jpg,the {COLORS[k]} dog"]
+    (flickr / "flickr30k_test_karpathy.txt").write_text("\n".join(lines) + "\n")
+    return root

@@ -124,14 +124,15 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
 
 def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "global", *,
              out: str | os.PathLike | None = None, batch_size: int = 256, device: str | None = None,
-             seed: int = 0, progress: bool = False, **options: Any) -> dict:
+             seed: int = 0, progress: bool = False, precision: str = "auto", **options: Any) -> dict:
     """The results dict `unbag eval` writes (metrics, ties, counts, config, timings...); with
-    `out`, also the results JSON and per-item JSONL. `model` and `bench` may be loaded already."""
+    `out`, also the results JSON and per-item JSONL. `model` and `bench` may be loaded already.
+    `precision`: auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16, recorded in the results."""
     from .evaluation import evaluate as run
     if not isinstance(model, str):
         model = _backend(model)
     return run(model, bench, protocol, out=str(out) if out else None, batch_size=batch_size,
-               device=device or default_device(), seed=seed, progress=progress, options=options)
+               device=device or default_device(), seed=seed, progress=progress, options=options, precision=precision)
 
 
 def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, caption: Sequence[str] | str,

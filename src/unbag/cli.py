@@ -84,15 +84,22 @@ def _world_show(a: argparse.Namespace) -> None:
 
 
 def _eval(a: argparse.Namespace) -> None:
+    import re
+    from pathlib import Path
+
     from .api import evaluate
     from .reports.table import print_results
 
-    res = evaluate(a.model, a.bench, a.protocol, out=a.out, batch_size=a.batch_size, device=a.device,
-                   seed=a.seed, progress=not a.quiet, **_sgi_options(a))
-    if res:  # under torchrun only rank 0 has the results
-        print_results(res)
-        if a.out:
-            print(f"results written to {a.out}")
+    benches = a.bench or ["ctrl"]
+    for spec in benches:  # several: --out is a folder with one results file per benchmark
+        out = a.out if len(benches) == 1 or not a.out else \
+            str(Path(a.out) / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", spec).strip("_") + ".json"))
+        res = evaluate(a.model, spec, a.protocol, out=out, batch_size=a.batch_size, device=a.device,
+                       seed=a.seed, progress=not a.quiet, precision=a.precision, **_sgi_options(a))
+        if res:  # under torchrun only rank 0 has the results
+            print_results(res)
+            if out:
+                print(f"results written to {out}")
 
 
 def _sgi_options(a: argparse.Namespace) -> dict:
@@ -266,11 +273,14 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default="builtin")
     from .benchmarks import forms
-    e.add_argument("--bench", default="ctrl", help=forms() + " (layouts: docs/benchmarks.md)")
+    e.add_argument("--bench", action="append", default=None, help=forms() + " (layouts: docs/benchmarks.md); "
+                   "repeat it for several (e.g. zero-shot datasets): --out is then a folder of one file each")
     e.add_argument("--protocol", default="global", help="global | sgi (unbag's SGI) | sgi:paper (the paper's "
                    "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions|tflocal-li (docs/sgi.md, docs/heads.md)")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)
+    e.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16; "
+                   "recorded in the results (CLIP_benchmark's default: bf16 on CPU, fp16 on CUDA)")
     e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")
     e.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     e.add_argument("--quiet", action="store_true")

@@ -91,11 +91,14 @@ def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, 
 
 def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "global", out: str | None = None,
              batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
-             options: dict | None = None) -> dict:
+             options: dict | None = None, precision: str = "auto") -> dict:
     """Score `model` (a spec or a loaded backend) on `bench` (a spec or a loaded benchmark) under
     `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise UnbagError(f"batch size must be a whole number >= 1, got {batch_size!r}")
+    from .scoring.encode import PRECISIONS, precision_of
+    if precision not in PRECISIONS:
+        raise UnbagError(f"--precision {precision!r}: one of {', '.join(PRECISIONS)}")
     t0 = time.perf_counter()
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
     spec = model.spec if isinstance(model, Backend) else model
@@ -109,7 +112,17 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     rank, world, device = dist.init(str(model.device if isinstance(model, Backend) else device))
     t1 = time.perf_counter()
     backend = model if isinstance(model, Backend) else models.load(model, device=device)
-    t2 = time.perf_counter()
+    before, backend.precision = backend.precision, precision
+    try:
+        return _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress,
+                         rank, world, (t0, t1, time.perf_counter()), precision_of(backend))
+    finally:
+        backend.precision = before
+
+
+def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress, rank, world,
+              times, precision) -> dict:
+    t0, t1, t2 = times
     per_item, alike = None, None
     if isinstance(b, RetrievalSet):
         flat, counts, extra = retrieval_metrics(backend, b, batch_size, progress), {"all/retrieval": len(b.images)}, {}
@@ -141,7 +154,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         "metrics": flat, "ties": ties, "counts": counts, "n_items": n_items,
         **({"tokenized_alike": alike} if alike is not None else {}),
         "seed": seed,
-        "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol,
+        "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol, "precision": precision,
                    "processes": world, "options": {**recorded, **extra}},
         "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
                     "metrics_s": time.perf_counter() - t3},
@@ -160,21 +173,20 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
 
 
 def classification_metrics(backend: Backend, b: ClassificationSet, batch_size: int, progress: bool) -> dict:
-    """Zero-shot top-1/top-5 accuracy: class embedding = mean of its normalised template embeddings."""
+    """Zero-shot top-1, top-5 (only with more than 5 classes, as CLIP_benchmark) and mean per-class
+    recall: class embedding = mean of its normalised template embeddings; a tie counts against
+    the model (strict: the true class must score above every other)."""
     import torch.nn.functional as F
 
-    from .metrics.retrieval import ranks
+    from .metrics.zeroshot import zeroshot
     from .scoring.encode import encode_images, encode_texts
 
     img = encode_images(backend, b.images, None, batch_size, None, progress)
-    prompts = [t.format(c) for c in b.classes for t in b.templates]
+    prompts = b.prompts()
     cls = F.normalize(encode_texts(backend, prompts, progress=progress).view(len(b.classes), len(b.templates), -1)
                       .mean(1), dim=-1)
     sim = finite(img @ cls.T, backend.spec, b.spec)
-    pos = torch.zeros(sim.shape, dtype=torch.bool)
-    pos[torch.arange(len(b.labels)), torch.tensor(b.labels)] = True
-    r = ranks(sim, pos)  # ties count against the model
-    return {"all/zeroshot/top1": float((r <= 1).float().mean()), "all/zeroshot/top5": float((r <= 5).float().mean())}
+    return {f"all/zeroshot/{k}": v for k, v in zeroshot(sim, b.labels).items()}
 
 
 def retrieval_metrics(backend: Backend, b: RetrievalSet, batch_size: int, progress: bool) -> dict:

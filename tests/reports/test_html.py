@@ -116,7 +116,7 @@ def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsy
         cell = Path(r["cell"]["file"]).name
         for key in s.keys(set(r["metrics"])):
             assert (cell, key) in linked, (cell, key)
-        assert f"{100 * r['metrics'][s.chart]:.1f}" in printed
+        assert f"{100 * r['metrics'][s.headline(r['metrics'])]:.1f}" in printed
     for key, label in (("type=replace/text", "type=replace/I2T"), ("macro/itt", "macro/ITT"),
                        ("all/acc_official", "all/acc_official"), ("all/zeroshot/top1", "all/zeroshot/top1"),
                        ("all/retrieval/t2i/R@10", "all/retrieval/t2i/R@10")):

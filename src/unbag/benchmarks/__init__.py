@@ -21,10 +21,16 @@ from .base import Benchmark, Item, image_key, load_image
 class Summary:
     """How a benchmark's results are summarised in reports and in `unbag run`'s printed tables: its
     table's columns (metric keys; a `*` stands for any subset name), the headline metric its chart
-    draws, and display names for metric names (BiVLC calls the text score I2T)."""
+    draws (or several: the first a result has), display names for metric names (BiVLC calls the
+    text score I2T), and the metric that joins the report's general-ability mean, if any."""
     columns: tuple[str, ...]
-    chart: str
+    chart: str | tuple[str, ...]
     names: dict = field(default_factory=dict)
+    general: str | None = None
+
+    def headline(self, metrics: set[str] | dict) -> str | None:
+        """The chart's metric among `metrics`."""
+        return next((k for k in ((self.chart,) if isinstance(self.chart, str) else self.chart) if k in metrics), None)
 
     def keys(self, metrics: set[str]) -> list[str]:
         """The columns present among `metrics`, patterns expanded in sorted order, each key once."""
@@ -89,6 +95,8 @@ PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")
 TWO_BY_TWO = Summary(("all/text", "all/image", "all/group"), "all/group")
 RETRIEVAL = Summary(tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10)),
                     "all/retrieval/i2t/R@1")
+ZERO_SHOT = Summary(("all/zeroshot/top1", "all/zeroshot/top5", "all/zeroshot/mean_per_class_recall"),
+                    "all/zeroshot/top1", general="all/zeroshot/top1")
 
 BENCHMARKS: dict[str, Kind] = {
     "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False),
@@ -114,7 +122,11 @@ BENCHMARKS: dict[str, Kind] = {
                   summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
                                    "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
     "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True,
-                        summary=Summary(("all/zeroshot/top1", "all/zeroshot/top5"), "all/zeroshot/top1")),
+                        summary=ZERO_SHOT),
+    "wds": Kind("wds:DIR (CLIP_benchmark's webdataset: classification or retrieval)",
+                _call("classification", "load_wds", "path"), global_only=True,
+                summary=Summary(ZERO_SHOT.columns + RETRIEVAL.columns, ("all/zeroshot/top1", "all/retrieval/i2t/R@1"),
+                                general="all/zeroshot/top1")),
     "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
                      image_root=True, global_only=True, summary=RETRIEVAL),
 }

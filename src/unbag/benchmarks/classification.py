@@ -1,57 +1,191 @@
-"""Zero-shot classification on an ImageFolder directory (a general-ability check).
+"""Zero-shot classification (general ability) in the layouts CLIP_benchmark's users hold.
 
-imagefolder:DIR   DIR/<class>/<image files>; class names are the folder names with '_' as spaces, or
-                  the lines of DIR/classnames.txt (in sorted folder order); prompt templates from
-                  DIR/templates.txt (one per line, '{}' for the class name) or unbag's short set.
+imagefolder:DIR   torchvision's ImageFolder: DIR/<class>/**/<image> (nested folders followed,
+                  torchvision's extensions: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp); an
+                  empty class folder is refused, as torchvision refuses it.
+wds:DIR           CLIP_benchmark's webdataset: DIR/test/nshards.txt and DIR/test/{0..N-1}.tar
+                  (an image .webp/.png/.jpg/.jpeg and its label .cls per sample), DIR/classnames.txt,
+                  DIR/zeroshot_classification_templates.txt. With DIR/dataset_type.txt saying
+                  `retrieval` it is a retrieval set (.txt: one caption per line) (retrieval.py).
+
+Class names: DIR/classnames.txt (one per line, in class order); else ImageNet-1k's names when the
+classes are its 1,000 WordNet ids (open_clip's `IMAGENET_CLASSNAMES`, from OpenAI's CLIP release);
+else the folder names with '_' as spaces. Templates: DIR/zeroshot_classification_templates.txt
+(CLIP_benchmark's name) or DIR/templates.txt, one per line with `{c}` or `{}` for the class name,
+win over the defaults; the defaults are OpenAI's 80 ImageNet templates for ImageNet-1k (open_clip's
+`OPENAI_IMAGENET_TEMPLATES`), else OpenAI's 7 curated ImageNet templates (the ensemble of CLIP's
+prompt-engineering notebook, arXiv 2103.00020).
 """
 from __future__ import annotations
 
+import os
+import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UnbagError
 
-IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
-# a short ensemble from CLIP's ImageNet prompts
-TEMPLATES = ("a photo of a {}.", "a bad photo of a {}.", "a photo of the large {}.", "a photo of the small {}.",
-             "a cropped photo of a {}.", "a bright photo of a {}.", "itap of a {}.")
+# torchvision.datasets.folder.IMG_EXTENSIONS
+IMAGE_EXT = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+# OpenAI's 7 curated ImageNet templates (CLIP's Prompt_Engineering_for_ImageNet notebook)
+TEMPLATES = ("itap of a {}.", "a bad photo of the {}.", "a origami {}.", "a photo of the large {}.",
+             "a {} in a video game.", "art of the {}.", "a photo of the small {}.")
+TEMPLATE_FILES = ("zeroshot_classification_templates.txt", "templates.txt")
+WNID = re.compile(r"^n\d{8}$")
 
 
 @dataclass
 class ClassificationSet:
     name: str
     spec: str
-    images: list[str]
+    images: list  # image refs: paths or encoded bytes
     labels: list[int]
     classes: list[str]
     templates: tuple[str, ...]
     info: dict = field(default_factory=dict)
     image_size: int | None = None
 
+    def prompts(self) -> list[str]:
+        """Every class name in every template, class after class."""
+        return [prompt(t, c) for c in self.classes for t in self.templates]
+
+
+def prompt(template: str, name: str) -> str:
+    """A template (`{c}` or `{}` for the class name, `{{ }}` for literal braces) filled in."""
+    return template.format(name, c=name)
+
+
+def check_template(template: str, where: str) -> str:
+    """Refuse a template that is not one class-name slot (`{c}` or `{}`) in literal text."""
+    try:
+        slots = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as e:
+        raise UnbagError(f"{where}: template {template!r}: {e} (write literal braces as '{{{{' and '}}}}')") from None
+    if len(slots) != 1 or slots[0][0] not in ("", "c") or slots[0][1] or slots[0][2]:
+        raise UnbagError(f"{where}: template {template!r} must hold exactly one '{{c}}' or '{{}}' for the class "
+                         "name (literal braces as '{{' and '}}')")
+    return template
+
+
+def _lines(path: Path) -> list[tuple[int, str]]:
+    return [(n, ln.strip()) for n, ln in enumerate(path.read_text().splitlines(), 1) if ln.strip()]
+
+
+def names_and_templates(root: Path, folders: list[str]) -> tuple[list[str], tuple[str, ...], dict]:
+    """Class names and templates for classes `folders` (in class order), and where they came from."""
+    from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES, OPENAI_IMAGENET_TEMPLATES
+
+    imagenet = len(folders) == 1000 and all(WNID.match(f) for f in folders)
+    names, source = [f.replace("_", " ") for f in folders], "folder names"
+    if (root / "classnames.txt").is_file():
+        names, source = [x for _, x in _lines(root / "classnames.txt")], "classnames.txt"
+        if len(names) != len(folders):
+            raise UnbagError(f"{root / 'classnames.txt'}: {len(names)} names for {len(folders)} classes")
+    elif imagenet:
+        names, source = list(IMAGENET_CLASSNAMES), "ImageNet-1k (open_clip.zero_shot_metadata)"
+    file = next((root / f for f in TEMPLATE_FILES if (root / f).is_file()), None)
+    if file is not None:
+        templates = tuple(check_template(t, f"{file}:{n}") for n, t in _lines(file))
+        if not templates:
+            raise UnbagError(f"{file}: no templates")
+        tsource = file.name
+    elif imagenet:
+        templates, tsource = tuple(t("{}") for t in OPENAI_IMAGENET_TEMPLATES), "OpenAI's 80 ImageNet templates"
+    else:
+        templates, tsource = TEMPLATES, "OpenAI's 7 curated ImageNet templates"
+    return names, templates, {"classnames_from": source, "templates_from": tsource}
+
 
 def load(root: str | Path) -> ClassificationSet:
+    """imagefolder:DIR, with torchvision's ImageFolder rules."""
     root = Path(root)
-    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    folders = sorted(e.name for e in os.scandir(root) if e.is_dir()) if root.is_dir() else []
     if not folders:
         raise UnbagError(f"{root}: no class folders (expected DIR/<class>/<images>)")
-    names = [f.name.replace("_", " ") for f in folders]
-    if (root / "classnames.txt").is_file():
-        names = [x.strip() for x in (root / "classnames.txt").read_text().splitlines() if x.strip()]
-        if len(names) != len(folders):
-            raise UnbagError(f"{root / 'classnames.txt'}: {len(names)} names for {len(folders)} class folders")
-    templates = TEMPLATES
-    if (root / "templates.txt").is_file():
-        templates = tuple(x.strip() for x in (root / "templates.txt").read_text().splitlines() if x.strip())
-        bad = [t for t in templates if "{}" not in t]
-        if bad:
-            raise UnbagError(f"{root / 'templates.txt'}: template {bad[0]!r} has no '{{}}' for the class name")
+    names, templates, info = names_and_templates(root, folders)
     images, labels = [], []
     for c, f in enumerate(folders):
-        for p in sorted(f.iterdir()):
-            if p.suffix.lower() in IMAGE_EXT:
-                images.append(str(p))
-                labels.append(c)
-    if not images:
-        raise UnbagError(f"{root}: no images in the class folders")
+        found = sorted(str(Path(d) / n) for d, _, files in os.walk(root / f, followlinks=True) for n in files
+                       if n.lower().endswith(IMAGE_EXT))
+        if not found:
+            raise UnbagError(f"{root / f}: class folder with no image ({', '.join(IMAGE_EXT)}); remove it or add "
+                             "images (torchvision's ImageFolder refuses it too)")
+        images += found
+        labels += [c] * len(found)
     return ClassificationSet("imagefolder", f"imagefolder:{root}", images, labels, names, templates,
-                             {"classes": len(names), "images": len(images), "templates": len(templates)})
+                             {"classes": len(names), "images": len(images), "templates": len(templates), **info})
+
+
+def _wds_shards(root: Path, split: str) -> list[Path]:
+    f = root / split / "nshards.txt"
+    if not f.is_file():
+        raise UnbagError(f"{f}: not found (CLIP_benchmark's webdataset layout: DIR/{split}/nshards.txt and "
+                         f"DIR/{split}/0.tar ...)")
+    try:
+        n = int(f.read_text().strip())
+    except ValueError:
+        raise UnbagError(f"{f}:1: expected the number of shards") from None
+    shards = [root / split / f"{k}.tar" for k in range(n)]
+    missing = [s.name for s in shards if not s.is_file()]
+    if missing:
+        raise UnbagError(f"{root / split}: nshards.txt says {n} shards; missing {', '.join(missing[:3])}")
+    return shards
+
+
+def wds_samples(root: Path, split: str = "test"):
+    """(shard, key, {extension: bytes}) of every sample of a CLIP_benchmark webdataset split."""
+    import tarfile
+    for shard in _wds_shards(root, split):
+        groups: dict[str, dict[str, bytes]] = {}
+        try:
+            with tarfile.open(shard) as tar:
+                for m in tar:
+                    if m.isfile():
+                        key, _, ext = m.name.partition(".")
+                        groups.setdefault(key, {})[ext.lower()] = tar.extractfile(m).read()
+        except tarfile.TarError as e:
+            raise UnbagError(f"{shard}: not a readable tar file ({e})") from None
+        for key, parts in groups.items():
+            yield shard, key, parts
+
+
+def wds_image(parts: dict[str, bytes], where: str) -> bytes:
+    for ext in ("webp", "png", "jpg", "jpeg"):
+        if ext in parts:
+            return parts[ext]
+    raise UnbagError(f"{where}: no .webp/.png/.jpg/.jpeg image")
+
+
+def load_wds(root: str | Path):
+    """wds:DIR: CLIP_benchmark's webdataset layout (classification, or retrieval per dataset_type.txt)."""
+    root = Path(root)
+    kind = (root / "dataset_type.txt").read_text().strip().lower() if (root / "dataset_type.txt").is_file() \
+        else "classification"
+    if kind == "retrieval":
+        from .retrieval import load_wds_retrieval
+        return load_wds_retrieval(root)
+    if kind != "classification":
+        raise UnbagError(f"{root / 'dataset_type.txt'}: dataset type {kind!r} is not read (classification, retrieval)")
+    if not (root / "classnames.txt").is_file():
+        raise UnbagError(f"{root / 'classnames.txt'}: not found (CLIP_benchmark's webdataset needs it for "
+                         "zero-shot classification)")
+    images, labels = [], []
+    for shard, key, parts in wds_samples(root):
+        where = f"{shard}: sample {key}"
+        if "cls" not in parts:
+            raise UnbagError(f"{where}: no .cls label")
+        try:
+            labels.append(int(parts["cls"].decode().strip()))
+        except ValueError:
+            raise UnbagError(f"{where}.cls: not a whole-number label") from None
+        images.append(wds_image(parts, where))
+    if not images:
+        raise UnbagError(f"{root}/test: no samples")
+    n = len(_lines(root / "classnames.txt"))
+    names, templates, info = names_and_templates(root, [str(k) for k in range(n)])
+    bad = next((y for y in labels if not 0 <= y < n), None)
+    if bad is not None:
+        raise UnbagError(f"{root}: label {bad} outside the {n} classes of classnames.txt")
+    return ClassificationSet("wds", f"wds:{root}", images, labels, names, templates,
+                             {"classes": n, "images": len(images), "templates": len(templates), **info})

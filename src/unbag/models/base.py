@@ -109,6 +109,7 @@ class Backend(ABC):
             self.write(tmp, extra)
         return Path(out)
 
+    precision: str = "auto"  # what scoring encodes in (scoring/encode.py: auto = bf16 on CUDA, fp32 elsewhere)
     random_weights: bool = False  # built with random weights on purpose (`open_clip:NAME@random`)
     image_tower: tuple[str, ...] = ()  # state-dict prefixes of the image tower (empty: not known)
 

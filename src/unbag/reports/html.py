@@ -269,7 +269,8 @@ def summary_sections(results: list[Result], out: Path) -> list[tuple[str, list[s
     made = []
     cells = [(r.model, r.protocol, r.res, r) for r in results]
     for k, (name, title, head, rows) in enumerate(summary_tables(cells)):
-        made.append((title, head, rows, bar_chart(title, rows, summary(name).chart, out, k)))
+        present = {e[2] for row in rows for e in row[2:] if e is not None}
+        made.append((title, head, rows, bar_chart(title, rows, summary(name).headline(present), out, k)))
     return made
 
 
@@ -331,6 +332,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     files and run folders (no model is loaded: explanation images come from the run folders): the
     ctrl table and charts, then a table and chart per other benchmark, as each declares."""
     from ..benchmarks import summary
+    from .table import general_ability
 
     check_out(out, "report", overwrite)  # before reading anything
     results = collect(paths)
@@ -354,6 +356,13 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                           "".join(_figure(n, c) for n, c in figs)]
             md_body += ["## ctrl", ""] + _table_md(head, body) + ["", "Strict '>': ties count as wrong; chance group "
                                                                      "16.7.", ""] + [f"![{c}]({n})" for n, c in figs]
+        general = general_ability([(r.model, r.protocol, r.res, r) for r in results])
+        if general:  # a fine-tuning method's cost in general ability, next to its binding scores
+            ghead, grows = general[0][:-1], [row[:-1] for row in general[1]]  # the dataset count: blanks say it
+            body_html += ["<h2>General ability: zero-shot top-1 (%)</h2>", _table_html(ghead, grows),
+                          '<p class="note">Mean over the zero-shot classification datasets each row was run on '
+                          "(a blank dataset is left out of that row's mean).</p>"]
+            md_body += ["", "## General ability: zero-shot top-1 (%)", ""] + _table_md(ghead, grows)
         for stitle, shead, srows, chart in sections:
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '

@@ -61,13 +61,42 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
     return out
 
 
+def _pct(entry: tuple, head: str) -> str:
+    return str(entry[0]) if head == "datasets" else f"{100 * entry[0]:.1f}"
+
+
 def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
     """The summary tables on the terminal (%, as in the report)."""
     console = Console(width=max(150, Console().width))
-    for _, title, head, rows in summary_tables(cells):
+    general = general_ability(cells)
+    tables = summary_tables(cells) + ([("", "general ability (zero-shot top-1)", *general)] if general else [])
+    for _, title, head, rows in tables:
         t = Table(title=f"{title}: %, strict '>' (ties count as wrong)")
         for h in head:
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for row in rows:
-            t.add_row(row[0], row[1], *["" if e is None else f"{100 * e[0]:.1f}" for e in row[2:]])
+            t.add_row(row[0], row[1], *["" if e is None else _pct(e, h) for e, h in zip(row[2:], head[2:])])
         console.print(t)
+
+
+def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[str], list[list]] | None:
+    """The general-ability table: per model (and protocol), each dataset's declared general metric
+    (zero-shot top-1) and their mean over the datasets it was run on; None without such results."""
+    from ..benchmarks import summary
+
+    per: dict[tuple[str, str], dict[str, tuple]] = {}
+    specs: list[str] = []
+    for m, p, res, ref in cells:
+        s = summary(res["benchmark"]["name"])
+        key = s.general if s is not None else None
+        if key and key in res["metrics"]:
+            spec = res["benchmark"].get("spec", res["benchmark"]["name"])
+            specs += [spec] if spec not in specs else []
+            per.setdefault((m, p), {})[spec] = (res["metrics"][key], ref, key)
+    if not per:
+        return None
+    rows = []
+    for (m, p), got in per.items():
+        mean = sum(v[0] for v in got.values()) / len(got)
+        rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None), (len(got), None, None)])
+    return ["model", "protocol", *specs, "mean zero-shot top-1", "datasets"], rows

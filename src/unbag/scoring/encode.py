@@ -71,10 +71,21 @@ def pixel_batches(backend: Backend, refs: list, wheres: list[str], batch_size: i
                                            pin_memory=backend.device.type == "cuda")
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def precision_of(backend: Backend) -> str:
+    """The precision a backend encodes in: its `precision`, where `auto` is bf16 on CUDA, fp32 elsewhere."""
+    p = getattr(backend, "precision", "auto")
+    return ("bf16" if backend.device.type == "cuda" else "fp32") if p == "auto" else p
+
+
 def autocast(backend: Backend):
-    """bf16 autocast on CUDA (features are returned in fp32), nothing elsewhere."""
-    cuda = backend.device.type == "cuda"
-    return torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
+    """Autocast in the backend's precision (features are returned in fp32); fp32: none."""
+    p = precision_of(backend)
+    if p == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(backend.device.type, dtype=torch.bfloat16 if p == "bf16" else torch.float16)
 
 
 @torch.inference_mode()

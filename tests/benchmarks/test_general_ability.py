@@ -1,0 +1,109 @@
+"""General ability as CLIP_benchmark's users measure it: its layouts, metrics and prompts."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from unbag import benchmarks
+from unbag.errors import UnbagError
+from unbag.evaluation import evaluate
+from unbag.metrics.zeroshot import zeroshot
+
+MODEL = "builtin"
+
+
+def test_zeroshot_metrics_by_hand():
+    # 4 images of class 0, 1 of class 1, 0 of class 2: top-1 right on images 0 and 4
+    sim = torch.tensor([[0.9, 0.1, 0.2], [0.1, 0.9, 0.2], [0.2, 0.1, 0.9], [0.3, 0.8, 0.1], [0.1, 0.7, 0.2]])
+    m = zeroshot(sim, [0, 0, 0, 0, 1])
+    assert m["top1"] == pytest.approx(2 / 5)
+    assert m["mean_per_class_recall"] == pytest.approx((1 / 4 + 1 / 1) / 2)  # class 2 has no image: left out
+    assert "top5" not in m  # k must be below the number of classes
+    tie = zeroshot(torch.tensor([[0.5, 0.5, 0.1]]), [0])  # unbag's rule: a tie with the true class is wrong
+    assert tie["top1"] == 0.0
+    big = zeroshot(torch.eye(7)[[1, 2]] * -1 + 1, [0, 3])  # 7 classes: top-5 now reported
+    assert set(big) == {"top1", "top5", "mean_per_class_recall"}
+
+
+def test_wds_classification_reads_clip_benchmarks_layout(wds_classification_dir):
+    res = evaluate(MODEL, f"wds:{wds_classification_dir}", progress=False)
+    b = benchmarks.load(f"wds:{wds_classification_dir}")
+    assert len(b.images) == 7 and b.labels == [0, 1, 2, 0, 0, 1, 2] and b.classes[1] == "blue sphere"
+    assert b.templates == ("a photo of a {c}.", "a picture of the {c}.")  # the file beside the data wins
+    assert b.prompts()[:2] == ["a photo of a red cube.", "a picture of the red cube."]
+    assert res["benchmark"]["templates_from"] == "zeroshot_classification_templates.txt"
+    assert {"all/zeroshot/top1", "all/zeroshot/mean_per_class_recall"} <= set(res["metrics"])
+
+
+def test_wds_retrieval_and_clip_benchmark_annotation_files(wds_retrieval_dir, clip_benchmark_retrieval):
+    r = benchmarks.load(f"wds:{wds_retrieval_dir}")
+    assert len(r.images) == 3 and r.image_texts == [[0, 1], [2, 3], [4, 5]]
+    coco = benchmarks.load(f"karpathy:{clip_benchmark_retrieval / 'coco_test_karpathy.json'}")
+    assert coco.images[0].endswith("val2014/COCO_val2014_000000000000.jpg") and coco.texts[:2] == ["a red cube",
+                                                                                                    "a green cube"]
+    flickr = benchmarks.load(f"karpathy:{clip_benchmark_retrieval / 'flickr' / 'flickr30k_test_karpathy.txt'}")
+    assert flickr.texts[0] == "a red dog, running" and flickr.image_texts == [[0, 1], [2, 3]]
+    for spec in (f"wds:{wds_retrieval_dir}", f"karpathy:{clip_benchmark_retrieval / 'coco_test_karpathy.json'}"):
+        assert "all/retrieval/i2t/R@1" in evaluate(MODEL, spec, progress=False)["metrics"]
+
+
+def test_imagefolder_follows_torchvision(tmp_path):
+    from PIL import Image
+    Image.new("RGB", (16, 16), (200, 0, 0)).save(tmp_path / "x.tif")
+    (tmp_path / "data" / "cat" / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "data" / "dog").mkdir()
+    shutil.copy(tmp_path / "x.tif", tmp_path / "data" / "cat" / "deep" / "er" / "a.tif")
+    Image.new("RGB", (16, 16), (0, 0, 200)).save(tmp_path / "data" / "dog" / "b.ppm")
+    Image.new("L", (16, 16), 9).save(tmp_path / "data" / "dog" / "c.pgm")
+    b = benchmarks.load(f"imagefolder:{tmp_path / 'data'}")
+    assert b.labels == [0, 1, 1] and b.classes == ["cat", "dog"]
+    (tmp_path / "data" / "bird").mkdir()
+    with pytest.raises(UnbagError, match="bird: class folder with no image"):
+        benchmarks.load(f"imagefolder:{tmp_path / 'data'}")
+
+
+def test_templates_are_checked_at_load(tmp_path, imagefolder_dir):
+    d = tmp_path / "f"
+    shutil.copytree(imagefolder_dir, d)
+    (d / "zeroshot_classification_templates.txt").write_text("a {} photo.\na {} with {braces}.\n")
+    with pytest.raises(UnbagError, match=r"zeroshot_classification_templates.txt:2: template 'a \{\} with"):
+        benchmarks.load(f"imagefolder:{d}")
+    (d / "zeroshot_classification_templates.txt").write_text("a {} photo.\na {{literal}} {c}.\n")
+    b = benchmarks.load(f"imagefolder:{d}")
+    assert b.prompts()[1] == "a {literal} blue sphere."
+
+
+def test_default_prompts_imagenet_names_and_templates(tmp_path):
+    from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
+    from unbag.benchmarks.classification import TEMPLATES, names_and_templates
+    wnids = [f"n{k:08d}" for k in range(1000)]
+    names, templates, info = names_and_templates(tmp_path, wnids)
+    assert names == list(IMAGENET_CLASSNAMES) and len(templates) == 80 and "ImageNet" in info["classnames_from"]
+    names, templates, _ = names_and_templates(tmp_path, ["red_cube"])
+    assert names == ["red cube"] and templates == TEMPLATES and "itap of a {}." in TEMPLATES
+
+
+def test_eval_over_several_datasets_and_the_general_ability_row(tmp_path, imagefolder_dir, wds_classification_dir,
+                                                                capsys):
+    from unbag.cli import main
+    from unbag.reports.html import write_report
+    out = tmp_path / "res"
+    assert main(["eval", "--bench", f"imagefolder:{imagefolder_dir}", "--bench", f"wds:{wds_classification_dir}",
+                 "--out", str(out), "--quiet"]) == 0
+    files = sorted(out.glob("*.json"))
+    assert len(files) == 2
+    tops = [json.loads(f.read_text())["metrics"]["all/zeroshot/top1"] for f in files]
+    rep = write_report(files, tmp_path / "rep")
+    page = (rep / "index.html").read_text()
+    assert "General ability: zero-shot top-1" in page
+    assert f"<td>{100 * sum(tops) / 2:.1f}</td>" in page  # the mean over the two datasets
+
+
+def test_precision_is_a_flag_and_recorded(imagefolder_dir):
+    res = evaluate(MODEL, f"imagefolder:{imagefolder_dir}", progress=False, precision="bf16")
+    assert res["config"]["precision"] == "bf16"
+    assert evaluate(MODEL, f"imagefolder:{imagefolder_dir}", progress=False)["config"]["precision"] == "fp32"
+    with pytest.raises(UnbagError, match="--precision"):
+        evaluate(MODEL, f"imagefolder:{imagefolder_dir}", progress=False, precision="fp8")
