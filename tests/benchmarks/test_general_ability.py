@@ -35,6 +35,7 @@ def test_wds_classification_reads_clip_benchmarks_layout(wds_classification_dir)
     assert b.prompts()[:2] == ["a photo of a red cube.", "a picture of the red cube."]
     assert res["benchmark"]["templates_from"] == "zeroshot_classification_templates.txt"
     assert {"all/zeroshot/top1", "all/zeroshot/mean_per_class_recall"} <= set(res["metrics"])
+    assert benchmarks.load(f"imagefolder:{wds_classification_dir}").labels == b.labels  # recognised as wds
 
 
 def test_wds_retrieval_and_clip_benchmark_annotation_files(wds_retrieval_dir, clip_benchmark_retrieval):

@@ -97,9 +97,12 @@ def names_and_templates(root: Path, folders: list[str]) -> tuple[list[str], tupl
     return names, templates, {"classnames_from": source, "templates_from": tsource}
 
 
-def load(root: str | Path) -> ClassificationSet:
-    """imagefolder:DIR, with torchvision's ImageFolder rules."""
+def load(root: str | Path):
+    """imagefolder:DIR, with torchvision's ImageFolder rules (a CLIP_benchmark webdataset folder is
+    recognised and read as wds:DIR)."""
     root = Path(root)
+    if (root / "test" / "nshards.txt").is_file():
+        return load_wds(root)
     folders = sorted(e.name for e in os.scandir(root) if e.is_dir()) if root.is_dir() else []
     if not folders:
         raise UnbagError(f"{root}: no class folders (expected DIR/<class>/<images>)")
