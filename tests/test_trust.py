@@ -348,7 +348,7 @@ ERRORS = {  # name: (argv with {root} and {out}, words the message must hold)
                        "--out", "{out}/h"], "--steps -5"),
     "head batch 0": (["train", "--method", "tflocal", "--data", "{root}/cache", "--batch-size", "0", "--out",
                       "{out}/h"], "--batch-size 0"),
-    "features n 0": (["features", "--data", "swaps", "--n", "0", "--out", "{out}/f"], "n must be"),
+    "features n 0": (["features", "--data", "swaps", "--n", "0", "--out", "{out}/f"], "--n 0: must be"),
     "device gpu": (["eval", "--bench", "ctrl-retrieval:8", "--device", "gpu", "--out", "{out}/r.json"],
                    "not a device"),
     "device cuda without one": (["eval", "--model", "open_clip:unbag-tiny@random", "--bench", "ctrl-retrieval:8",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 import numpy as np
 
 from .errors import UnbagError
+from .utils import at_least
 
 if TYPE_CHECKING:
     import torch
@@ -94,12 +95,6 @@ def _captions(captions: Any, arg: str = "captions") -> list[str]:
     return captions
 
 
-def _positive(name: str, value: Any) -> None:
-    """Refuse a count that is not a whole number >= 1 (batch sizes, steps, sample counts)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UnbagError(f"{name} must be a whole number >= 1, got {value!r}")
-
-
 def _pairs(images: Any, captions: Any, name: str) -> "Benchmark":
     """Every image against every caption, as one benchmark item."""
     from .benchmarks.base import Benchmark, Item
@@ -116,7 +111,7 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
     backend = _backend(model)
     protocol = scoring.resolve(protocol, backend.spec)
     fn, _ = scoring.build(protocol, options)
-    _positive("batch_size", batch_size)
+    at_least("batch_size", batch_size)
     bench = _pairs(images, captions, "unbag.score")
     from .evaluation import finite
     return finite(fn(backend, bench, batch_size=batch_size, progress=progress)[0], backend.spec, "unbag.score")
@@ -165,7 +160,7 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     from .heads.features import extract_captions, extract_swaps, extract_world
     from .utils import check_out
     check_out(out, "features", overwrite)
-    _positive("n", n)
+    at_least("n", n)
     name, _, seed = data.partition(":")
     extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
     if name not in extract:

@@ -15,7 +15,7 @@ from .benchmarks.retrieval import RetrievalSet
 from .errors import UnbagError, warn
 from .metrics.retrieval import recall
 from .models.base import Backend, weights_id
-from .utils import atomic_write, versions, write_json
+from .utils import at_least, atomic_write, versions, write_json
 
 
 def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
@@ -94,8 +94,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
              options: dict | None = None, precision: str = "auto") -> dict:
     """Score `model` (a spec or a loaded backend) on `bench` (a spec or a loaded benchmark) under
     `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise UnbagError(f"batch size must be a whole number >= 1, got {batch_size!r}")
+    at_least("batch_size", batch_size)
     from .scoring.encode import PRECISIONS, precision_of
     if precision not in PRECISIONS:
         raise UnbagError(f"--precision {precision!r}: one of {', '.join(PRECISIONS)}")

@@ -104,13 +104,17 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
     return path
 
 
+def at_least(name: str, value: object, low: int = 1) -> None:
+    """Refuse a count that is not a whole number >= low, naming its flag."""
+    from .errors import UnbagError
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UnbagError(f"--{name.replace('_', '-')} {value!r}: must be a whole number >= {low}")
+
+
 def whole_numbers(obj: object, least: dict[str, int]) -> None:
     """Refuse a config whose counts are below their least values (`least`: field -> minimum)."""
-    from .errors import UnbagError
     for name, low in least.items():
-        v = getattr(obj, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise UnbagError(f"--{name.replace('_', '-')} {v!r}: must be a whole number >= {low}")
+        at_least(name, getattr(obj, name), low)
 
 
 def read_safetensors(path: str | os.PathLike, device: str = "cpu") -> dict:
