@@ -127,7 +127,7 @@ BENCHMARKS: dict[str, Kind] = {
                 _call("classification", "load_wds", "path"), global_only=True,
                 summary=Summary(ZERO_SHOT.columns + RETRIEVAL.columns, ("all/zeroshot/top1", "all/retrieval/i2t/R@1"),
                                 general="all/zeroshot/top1")),
-    "karpathy": Kind("karpathy:JSON[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
+    "karpathy": Kind("karpathy:FILE[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
                      image_root=True, global_only=True, summary=RETRIEVAL),
 }
 

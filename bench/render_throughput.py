@@ -1,0 +1,58 @@
+"""Images per second of the 3D ray caster (world/render3d.py) against the flat world's renderer,
+measured in one run: CLEVR-placed scenes of 3-6 objects, one process per core, one torch thread each
+(placing a scene, with its visibility check at 32 px, is not counted: it is paid once per scene).
+
+    .venv/bin/python bench/render_throughput.py --n 200 --procs 2
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from multiprocessing import get_context
+
+import numpy as np
+
+
+def _work(args: tuple[str, int, int, int]) -> float:
+    kind, px, n, seed = args
+    import torch
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
+    if kind == "flat":
+        from unbag.world.render import render
+        from unbag.world.stream import sample
+        t = time.perf_counter()
+        for k in range(n):
+            sample(seed, k, px)  # a stream sample: draws a scene and renders it
+        return time.perf_counter() - t
+    from unbag.world.render3d import render
+    from unbag.world.scene3d import place, random_object
+    scenes = [place(rng, [random_object(rng) for _ in range(int(rng.integers(3, 7)))], px=32)[0] for _ in range(n)]
+    t = time.perf_counter()
+    for s in scenes:
+        render(s, px)
+    return time.perf_counter() - t
+
+
+def rate(kind: str, px: int, n: int, procs: int) -> float:
+    with get_context("spawn").Pool(procs) as pool:
+        pool.map(_work, [(kind, px, 2, 99)] * procs)  # warm the imports
+        t = time.perf_counter()
+        pool.map(_work, [(kind, px, n // procs, s) for s in range(procs)])
+        return (n // procs * procs) / (time.perf_counter() - t)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--n", type=int, default=200, help="images per setting")
+    p.add_argument("--procs", type=int, default=2)
+    a = p.parse_args()
+    flat = rate("flat", 64, a.n, a.procs)
+    print(f"flat world, 64 px: {flat:.1f} images/s ({a.procs} processes)")
+    for px in (64, 128):
+        r = rate("3d", px, a.n if px == 64 else a.n // 4, a.procs)
+        print(f"3D ray caster, {px} px: {r:.1f} images/s ({a.procs} processes); flat / 3D = {flat / r:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""CLEVR-style 3D scenes, ray cast in torch: perspective camera, ground plane, shadows, metal.
+
+A small vectorised analytic ray caster (no scene file, no external renderer): every pixel's rays
+(2x2 supersampled) meet spheres, cubes rotated about the vertical and upright cylinders standing on
+the ground plane z = 0. Shading: ambient + Lambert + Blinn-Phong from three point lights (CLEVR's
+key, fill and back lights), each with a shadow ray. Rubber is matte; metal mirrors one bounce of the
+scene and of a studio environment (a sky gradient with a bright soft box), so a flat metal face
+shows the world around it instead of a uniform grey. Sizes follow CLEVR (Johnson et al. 2017,
+arXiv 1612.06890): a sphere's radius and a cylinder's radius and half-height are the size's scale
+(large 0.7, small 0.35); a cube's half-side is the scale / sqrt 2.
+
+This module renders a scene it is given (`Scene3D`); which scenes the world draws is decided
+elsewhere. `render` returns the picture and, from the centre ray of every pixel, the instance map
+(object index + 1, 0 for the floor), from which each object's visible pixels and box are read.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+SCALE = {"large": 0.7, "small": 0.35}  # CLEVR's object scales
+CLEVR_COLORS = {  # CLEVR's data/properties.json, RGB 0-255
+    "gray": (87, 87, 87), "red": (173, 35, 35), "blue": (42, 75, 215), "green": (29, 105, 20),
+    "brown": (129, 74, 25), "purple": (129, 38, 192), "cyan": (41, 208, 208), "yellow": (255, 238, 51)}
+FLOOR = 0.55  # floor albedo (CLEVR's light grey ground)
+AMBIENT = 0.22
+BACKDROP = 0.12  # linear radiance behind the floor's far edge
+EPS = 1e-4
+
+
+@dataclass(frozen=True)
+class Obj3D:
+    """One object on the ground: shape (sphere | cube | cylinder), colour, size, material, centre
+    (x, y) on the ground and rotation about the vertical (radians)."""
+    shape: str
+    color: str
+    size: str
+    material: str
+    x: float
+    y: float
+    angle: float = 0.0
+
+    @property
+    def scale(self) -> float:
+        return SCALE[self.size]
+
+    @property
+    def half(self) -> float:
+        """Half-extent: the sphere's and cylinder's radius, the cube's half-side."""
+        return self.scale / math.sqrt(2) if self.shape == "cube" else self.scale
+
+    @property
+    def radius(self) -> float:
+        """Footprint radius on the ground (what CLEVR's min_dist is measured beyond)."""
+        return self.half * math.sqrt(2) if self.shape == "cube" else self.half
+
+    @property
+    def centre(self) -> tuple[float, float, float]:
+        return (self.x, self.y, self.half)
+
+
+@dataclass(frozen=True)
+class Light:
+    position: tuple[float, float, float]
+    intensity: float
+
+
+@dataclass(frozen=True)
+class Camera:
+    position: tuple[float, float, float]
+    target: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    fov: float = 2 * math.atan(18 / 35)  # horizontal: a 35 mm lens on Blender's 36 mm sensor (CLEVR's camera)
+
+    def basis(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(forward, right, up) unit vectors."""
+        pos, tgt = torch.tensor(self.position, dtype=torch.float64), torch.tensor(self.target, dtype=torch.float64)
+        fwd = tgt - pos
+        fwd = fwd / fwd.norm()
+        right = torch.linalg.cross(fwd, torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))
+        right = right / right.norm()
+        return fwd, right, torch.linalg.cross(right, fwd)
+
+    def ground_axes(self) -> tuple[np.ndarray, np.ndarray]:
+        """CLEVR's relation axes: (left, front) of the camera projected onto the ground, unit length."""
+        fwd, right, _ = self.basis()
+        left = -right.numpy()
+        front = -fwd.numpy()
+        left[2] = front[2] = 0.0
+        return left / np.linalg.norm(left), front / np.linalg.norm(front)
+
+    def project(self, points: np.ndarray, px: int) -> np.ndarray:
+        """Pixel coordinates (x right, y down; pixel centres at k + 0.5) of world points [N, 3]."""
+        fwd, right, up = (v.numpy() for v in self.basis())
+        rel = np.asarray(points, dtype=np.float64) - np.asarray(self.position)
+        z = rel @ fwd
+        f = (px / 2) / math.tan(self.fov / 2)
+        return np.stack([px / 2 + f * (rel @ right) / z, px / 2 - f * (rel @ up) / z], axis=-1)
+
+
+@dataclass(frozen=True)
+class Scene3D:
+    objects: tuple[Obj3D, ...]
+    camera: Camera
+    lights: tuple[Light, ...]
+    meta: dict = field(default_factory=dict, compare=False)
+
+
+# CLEVR's defaults (render_images.py / base_scene.blend): camera and the key, fill and back lights
+CAMERA = (7.36, -6.93, 4.96)
+LIGHTS = (((6.44, -2.91, 6.13), 1.0), ((-4.67, -4.66, 3.17), 0.35), ((-1.17, 2.65, 5.82), 0.5))
+
+
+def jittered(rng: np.random.Generator, camera_jitter: float = 0.5, light_jitter: float = 1.0) -> tuple[Camera, tuple[Light, ...]]:
+    """CLEVR's camera and lights, each coordinate moved by a uniform draw in [-jitter, jitter]."""
+    cam = Camera(tuple(float(c + rng.uniform(-camera_jitter, camera_jitter)) for c in CAMERA))
+    lights = tuple(Light(tuple(float(c + rng.uniform(-light_jitter, light_jitter)) for c in p), i) for p, i in LIGHTS)
+    return cam, lights
+
+
+# -- intersections: rays o, d [R, 3] against every object -> t [R, N] (inf: no hit) ------------
+
+def _rot(angle: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.cos(angle), torch.sin(angle)
+
+
+def _objects(scene: Scene3D) -> dict[str, torch.Tensor]:
+    objs = scene.objects
+    t = lambda v: torch.tensor(v, dtype=torch.float32)  # noqa: E731
+    return {"c": t([o.centre for o in objs]).reshape(-1, 3), "h": t([o.half for o in objs]),
+            "angle": t([o.angle for o in objs]), "kind": torch.tensor([("sphere", "cube", "cylinder").index(o.shape)
+                                                                       for o in objs], dtype=torch.long)}
+
+
+def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Nearest positive hit distance of each ray with each object [R, N] (inf where it misses)."""
+    inf = torch.tensor(float("inf"))
+    rel = o[:, None, :] - g["c"][None]  # [R, N, 3]
+    h = g["h"][None]
+    dd = d[:, None, :].expand_as(rel)
+    # sphere
+    b = (rel * dd).sum(-1)
+    disc = b * b - ((rel * rel).sum(-1) - h * h)
+    sq = disc.clamp_min(0).sqrt()
+    t_near, t_far = -b - sq, -b + sq
+    t_sph = torch.where(disc > 0, torch.where(t_near > EPS, t_near, torch.where(t_far > EPS, t_far, inf)), inf)
+    # cube: the ray in the cube's frame (rotated by -angle about z), slabs at +-h
+    cos, sin = _rot(g["angle"][None])
+    lx, ly = cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]
+    dx, dy = cos * dd[..., 0] + sin * dd[..., 1], -sin * dd[..., 0] + cos * dd[..., 1]
+    lo = torch.stack([lx, ly, rel[..., 2]], -1)
+    dl = torch.stack([dx, dy, dd[..., 2]], -1)
+    safe = torch.where(dl.abs() < 1e-9, torch.full_like(dl, 1e-9), dl)
+    t1, t2 = (-h[..., None] - lo) / safe, (h[..., None] - lo) / safe
+    tmin, tmax = torch.minimum(t1, t2).amax(-1), torch.maximum(t1, t2).amin(-1)
+    t_cub = torch.where((tmax >= tmin) & (tmax > EPS), torch.where(tmin > EPS, tmin, tmax), inf)
+    # cylinder: the side (radius h, z within centre +- h) and the top cap
+    a = dd[..., 0] ** 2 + dd[..., 1] ** 2
+    bb = rel[..., 0] * dd[..., 0] + rel[..., 1] * dd[..., 1]
+    cc = rel[..., 0] ** 2 + rel[..., 1] ** 2 - h * h
+    disc = bb * bb - a * cc
+    asafe = a.clamp_min(1e-12)
+    t_side = (-bb - disc.clamp_min(0).sqrt()) / asafe
+    z_side = rel[..., 2] + t_side * dd[..., 2]
+    side_ok = (disc > 0) & (t_side > EPS) & (z_side.abs() <= h)
+    dz = torch.where(dd[..., 2].abs() < 1e-9, torch.full_like(dd[..., 2], 1e-9), dd[..., 2])
+    t_cap = (h - rel[..., 2]) / dz
+    cx, cy = rel[..., 0] + t_cap * dd[..., 0], rel[..., 1] + t_cap * dd[..., 1]
+    cap_ok = (t_cap > EPS) & (cx * cx + cy * cy <= h * h)
+    t_cyl = torch.minimum(torch.where(side_ok, t_side, inf), torch.where(cap_ok, t_cap, inf))
+    kind = g["kind"][None]
+    return torch.where(kind == 0, t_sph, torch.where(kind == 1, t_cub, t_cyl))
+
+
+def normals(p: torch.Tensor, idx: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Unit surface normals at points p [R, 3] on objects idx [R]."""
+    c, h, angle, kind = g["c"][idx], g["h"][idx], g["angle"][idx], g["kind"][idx]
+    rel = p - c
+    n_sph = rel / rel.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+    cos, sin = _rot(angle)
+    lx, ly = cos * rel[:, 0] + sin * rel[:, 1], -sin * rel[:, 0] + cos * rel[:, 1]
+    local = torch.stack([lx, ly, rel[:, 2]], -1)
+    axis = local.abs().argmax(-1)
+    n_loc = torch.zeros_like(local).scatter_(1, axis[:, None], torch.sign(local.gather(1, axis[:, None])))
+    n_cub = torch.stack([cos * n_loc[:, 0] - sin * n_loc[:, 1], sin * n_loc[:, 0] + cos * n_loc[:, 1], n_loc[:, 2]], -1)
+    radial = torch.stack([rel[:, 0], rel[:, 1], torch.zeros_like(rel[:, 0])], -1)
+    radial = radial / radial.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+    top = (rel[:, 2] >= h - 1e-3)[:, None]
+    n_cyl = torch.where(top, torch.tensor([0.0, 0.0, 1.0]).expand_as(radial), radial)
+    k = kind[:, None]
+    return torch.where(k == 0, n_sph, torch.where(k == 1, n_cub, n_cyl))
+
+
+def trace(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(distance, object index; -1 for the floor, -2 for the sky) of each ray's first hit."""
+    n = g["c"].shape[0]
+    t_obj = intersect(o, d, g) if n else torch.full((len(o), 0), float("inf"))
+    best, idx = (t_obj.min(-1) if n else (torch.full((len(o),), float("inf")), torch.zeros(len(o), dtype=torch.long)))
+    dz = d[:, 2]
+    t_floor = torch.where(dz < -1e-9, -o[:, 2] / torch.where(dz < -1e-9, dz, torch.full_like(dz, -1.0)),
+                          torch.full_like(dz, float("inf")))
+    floor = t_floor < best
+    t = torch.where(floor, t_floor, best)
+    hit = torch.where(floor, torch.full_like(idx, -1), idx)
+    return t, torch.where(torch.isinf(t), torch.full_like(idx, -2), hit)
+
+
+def in_shadow(p: torch.Tensor, light: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Whether an object stands between each point [R, 3] and a point light [3]."""
+    if not g["c"].shape[0]:
+        return torch.zeros(len(p), dtype=torch.bool)
+    to = light[None] - p
+    dist = to.norm(dim=-1)
+    t, _ = intersect(p, to / dist[:, None], g).min(-1)
+    return t < dist
+
+
+def environment(d: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """Radiance of the studio around the scene [R, 3]: dark above, a bright band at the horizon and
+    a soft box towards the key light, so that what metal mirrors changes across even a flat face."""
+    elev = d[:, 2].clamp(-1, 1)
+    # a top face mirrors about the camera's own elevation (CLEVR's: sin 0.44), so a band of light
+    # there lights metal tops with a gradient across them; a second, dimmer band at the horizon
+    sky = 0.06 + 1.4 * torch.exp(-((elev - 0.42) ** 2) / 0.006) + 0.5 * torch.exp(-((elev - 0.1) ** 2) / 0.01)
+    box = 3.0 * torch.exp(-((d - key) ** 2).sum(-1) / 0.03)
+    return (sky + box)[:, None].expand(-1, 3)
+
+
+def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
+    """Ambient + Lambert (+ shadow rays) + Blinn-Phong from each light, per point."""
+    out = albedo * AMBIENT
+    for pos, inten in lights:
+        to = pos[None] - p
+        dist = to.norm(dim=-1, keepdim=True)
+        ldir = to / dist
+        lam = (n * ldir).sum(-1, keepdim=True).clamp_min(0)
+        vis = (~in_shadow(p + n * 1e-3, pos, g)).float()[:, None] if shadows else torch.ones_like(lam)
+        hv = ldir + view
+        hv = hv / hv.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+        nh = (n * hv).sum(-1, keepdim=True).clamp_min(0)
+        spec = torch.where(metal, 1.2 * nh ** 80, 0.06 * nh ** 12)
+        out = out + vis * inten * (albedo * lam * torch.where(metal, 0.15, 1.0) + spec * (lam > 0))
+    return out
+
+
+def render(scene: Scene3D, px: int = 64, supersample: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """(RGB uint8 [px, px, 3], instance map int [px, px]: object index + 1, 0 for floor and sky)."""
+    g = _objects(scene)
+    fwd, right, up = (v.float() for v in scene.camera.basis())
+    s = px * supersample
+    f = (s / 2) / math.tan(scene.camera.fov / 2)
+    k = (torch.arange(s, dtype=torch.float32) + 0.5 - s / 2) / f
+    yy, xx = torch.meshgrid(-k, k, indexing="ij")
+    d = fwd[None] + xx.reshape(-1, 1) * right[None] + yy.reshape(-1, 1) * up[None]
+    d = d / d.norm(dim=-1, keepdim=True)
+    o = torch.tensor(scene.camera.position, dtype=torch.float32).expand_as(d)
+    lights = [(torch.tensor(lt.position, dtype=torch.float32), lt.intensity) for lt in scene.lights]
+    key = lights[0][0] / lights[0][0].norm()
+    rgb = _radiance(o, d, g, scene, lights, key, bounce=True)
+    img = rgb.reshape(px, supersample, px, supersample, 3).mean((1, 3))
+    img = (img.clamp(0, 1) ** (1 / 2.2) * 255).round().to(torch.uint8).numpy()
+    # the instance map from the ray through each pixel's centre
+    kc = (torch.arange(px, dtype=torch.float32) + 0.5 - px / 2) / ((px / 2) / math.tan(scene.camera.fov / 2))
+    yc, xc = torch.meshgrid(-kc, kc, indexing="ij")
+    dc = fwd[None] + xc.reshape(-1, 1) * right[None] + yc.reshape(-1, 1) * up[None]
+    dc = dc / dc.norm(dim=-1, keepdim=True)
+    _, hit = trace(o[: len(dc)], dc, g)
+    return img, (hit + 1).clamp_min(0).reshape(px, px).numpy().astype(np.int32)
+
+
+def _albedo(scene: Scene3D) -> tuple[torch.Tensor, torch.Tensor]:
+    cols = torch.tensor([[c / 255 for c in CLEVR_COLORS[o.color]] for o in scene.objects] or [[0.0, 0.0, 0.0]])
+    cols = cols ** 2.2  # sRGB colours to linear
+    metal = torch.tensor([o.material == "metal" for o in scene.objects] or [False])
+    return cols, metal
+
+
+def _radiance(o, d, g, scene, lights, key, bounce: bool) -> torch.Tensor:
+    t, hit = trace(o, d, g)
+    cols, metals = _albedo(scene)
+    # mirrored rays see the studio; the camera's own rays past the floor see a plain grey backdrop
+    out = environment(d, key).clone() if not bounce else torch.full((len(d), 3), BACKDROP)
+    floor, obj = hit == -1, hit >= 0
+    p = o + d * torch.where(torch.isinf(t), torch.zeros_like(t), t)[:, None]
+    view = -d
+    if floor.any():
+        pf = p[floor]
+        nf = torch.tensor([0.0, 0.0, 1.0]).expand_as(pf)
+        albedo = torch.full_like(pf, FLOOR ** 2.2)
+        out[floor] = _shade(pf, nf, view[floor], albedo, torch.zeros(len(pf), 1, dtype=torch.bool), g, lights,
+                            shadows=bounce)
+    if obj.any():
+        idx = hit[obj]
+        po, no = p[obj], normals(p[obj], idx, g)
+        metal = metals[idx][:, None]
+        c = _shade(po, no, view[obj], cols[idx], metal, g, lights, shadows=bounce)
+        if bounce and metal.any():
+            m = metal[:, 0]
+            dm = d[obj][m]
+            nm = no[m]
+            r = dm - 2 * (dm * nm).sum(-1, keepdim=True) * nm
+            refl = _radiance(po[m] + nm * 1e-3, r, g, scene, lights, key, bounce=False)
+            c[m] = c[m] + 0.9 * cols[idx][m] ** 0.5 * refl  # metal tints what it mirrors
+        out[obj] = c
+    return out
+
+
+def visible(instances: np.ndarray, n: int) -> list[dict]:
+    """Per object: visible pixel count and the box [x0, y0, x1, y1] (pixel edges) of its visible pixels."""
+    out = []
+    for k in range(1, n + 1):
+        ys, xs = np.nonzero(instances == k)
+        out.append({"visible_px": int(len(xs)),
+                    "box": [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1] if len(xs) else None})
+    return out
