@@ -482,3 +482,12 @@ def test_explanation_text_draws_cjk_and_emoji_glyphs_not_boxes(a, b):
         return np.asarray(im)
     # the default font alone draws the same box for both characters; a real glyph differs
     assert not np.array_equal(drawn(a), drawn(b))
+
+
+def test_an_older_unbags_report_folder_is_still_its_own(tmp_path, results_file, capsys):
+    out = tmp_path / "rep"
+    for name in ("data", "figures", "explain"):
+        (out / name).mkdir(parents=True)
+    (out / "index.html").write_text("old")  # written before folders carried a marker
+    assert _run(["report", str(results_file), "--out", str(out)], capsys)[0] == 0
+    assert (out / "index.html").read_text() != "old"

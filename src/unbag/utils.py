@@ -35,17 +35,19 @@ def _marker(folder: Path) -> dict | None:
         return None
 
 
-def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False) -> Path:
+def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known: tuple[str, ...] = ()) -> Path:
     """Refuse an output folder unbag must not replace, before any work: a file, a folder holding
     files unbag did not write (or that another kind of command wrote), or one it cannot write.
-    An empty folder, or one the same kind of command wrote, is replaced; `overwrite` allows any folder."""
+    An empty folder, or one the same kind of command wrote, is replaced; `overwrite` allows any folder.
+    `known`: the names this kind wrote before folders carried a marker (an older unbag's output, whose
+    folder holds nothing else, is taken as its own)."""
     from .errors import UnbagError
 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UnbagError(f"{out}: is a file; --out names the folder `{kind}` writes")
     if out.is_dir() and not overwrite:
-        made = _marker(out) or {}
+        made = _marker(out) or {"kind": kind, "files": known}
         foreign = sorted(p.name for p in out.iterdir() if p.name not in {MARKER, *made.get("files", ())})
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
@@ -65,10 +67,11 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False) -> Pat
 
 
 @contextlib.contextmanager
-def atomic_dir(out: str | os.PathLike, kind: str, overwrite: bool = False) -> Iterator[Path]:
+def atomic_dir(out: str | os.PathLike, kind: str, overwrite: bool = False,
+               known: tuple[str, ...] = ()) -> Iterator[Path]:
     """Yield a temporary sibling directory that replaces `out` only if the block succeeds; `out`
     is checked first (`check_out`) and marked as written by `kind`."""
-    out = check_out(out, kind, overwrite)
+    out = check_out(out, kind, overwrite, known)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:

@@ -322,6 +322,8 @@ def _figure(name: str, caption: str) -> str:
             "</figcaption></figure>")
 
 
+REPORT_FILES = ("index.html", "report.md", "data", "figures", "explain")  # what a report folder holds
+
 CTRL_NOTE = ("Strict &gt;: ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
              "(image&rarr;text, text&rarr;image), ties against the model. Every number links to its results file.")
 
@@ -334,11 +336,11 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     from ..benchmarks import summary
     from .table import general_ability
 
-    check_out(out, "report", overwrite)  # before reading anything
+    check_out(out, "report", overwrite, REPORT_FILES)  # before reading anything
     results = collect(paths)
     rows = _rows([r for r in results if summary(r.res["benchmark"]["name"]) is None])
     head, body = main_table(rows)
-    with atomic_dir(out, "report", overwrite) as tmp:
+    with atomic_dir(out, "report", overwrite, REPORT_FILES) as tmp:
         for sub in ("data", "figures", "explain"):
             (tmp / sub).mkdir()
         for r in results:
