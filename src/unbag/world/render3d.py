@@ -134,44 +134,54 @@ def _objects(scene: Scene3D) -> dict[str, torch.Tensor]:
                                                                        for o in objs], dtype=torch.long)}
 
 
-def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Nearest positive hit distance of each ray with each object [R, N] (inf where it misses)."""
-    inf = torch.tensor(float("inf"))
-    rel = o[:, None, :] - g["c"][None]  # [R, N, 3]
-    h = g["h"][None]
-    dd = d[:, None, :].expand_as(rel)
-    # sphere
+def _t_sphere(rel, dd, h, inf):
     b = (rel * dd).sum(-1)
     disc = b * b - ((rel * rel).sum(-1) - h * h)
     sq = disc.clamp_min(0).sqrt()
     t_near, t_far = -b - sq, -b + sq
-    t_sph = torch.where(disc > 0, torch.where(t_near > EPS, t_near, torch.where(t_far > EPS, t_far, inf)), inf)
-    # cube: the ray in the cube's frame (rotated by -angle about z), slabs at +-h
-    cos, sin = _rot(g["angle"][None])
-    lx, ly = cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]
-    dx, dy = cos * dd[..., 0] + sin * dd[..., 1], -sin * dd[..., 0] + cos * dd[..., 1]
-    lo = torch.stack([lx, ly, rel[..., 2]], -1)
-    dl = torch.stack([dx, dy, dd[..., 2]], -1)
+    return torch.where(disc > 0, torch.where(t_near > EPS, t_near, torch.where(t_far > EPS, t_far, inf)), inf)
+
+
+def _t_cube(rel, dd, h, angle, inf):
+    """Slabs at +-h in the cube's frame (the ray rotated by -angle about z)."""
+    cos, sin = _rot(angle)
+    lo = torch.stack([cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1], rel[..., 2]], -1)
+    dl = torch.stack([cos * dd[..., 0] + sin * dd[..., 1], -sin * dd[..., 0] + cos * dd[..., 1], dd[..., 2]], -1)
     safe = torch.where(dl.abs() < 1e-9, torch.full_like(dl, 1e-9), dl)
     t1, t2 = (-h[..., None] - lo) / safe, (h[..., None] - lo) / safe
     tmin, tmax = torch.minimum(t1, t2).amax(-1), torch.maximum(t1, t2).amin(-1)
-    t_cub = torch.where((tmax >= tmin) & (tmax > EPS), torch.where(tmin > EPS, tmin, tmax), inf)
-    # cylinder: the side (radius h, z within centre +- h) and the top cap
+    return torch.where((tmax >= tmin) & (tmax > EPS), torch.where(tmin > EPS, tmin, tmax), inf)
+
+
+def _t_cylinder(rel, dd, h, inf):
+    """The side (radius h, height within the centre +- h) and the top cap."""
     a = dd[..., 0] ** 2 + dd[..., 1] ** 2
     bb = rel[..., 0] * dd[..., 0] + rel[..., 1] * dd[..., 1]
-    cc = rel[..., 0] ** 2 + rel[..., 1] ** 2 - h * h
-    disc = bb * bb - a * cc
-    asafe = a.clamp_min(1e-12)
-    t_side = (-bb - disc.clamp_min(0).sqrt()) / asafe
-    z_side = rel[..., 2] + t_side * dd[..., 2]
-    side_ok = (disc > 0) & (t_side > EPS) & (z_side.abs() <= h)
+    disc = bb * bb - a * (rel[..., 0] ** 2 + rel[..., 1] ** 2 - h * h)
+    t_side = (-bb - disc.clamp_min(0).sqrt()) / a.clamp_min(1e-12)
+    side_ok = (disc > 0) & (t_side > EPS) & ((rel[..., 2] + t_side * dd[..., 2]).abs() <= h)
     dz = torch.where(dd[..., 2].abs() < 1e-9, torch.full_like(dd[..., 2], 1e-9), dd[..., 2])
     t_cap = (h - rel[..., 2]) / dz
     cx, cy = rel[..., 0] + t_cap * dd[..., 0], rel[..., 1] + t_cap * dd[..., 1]
     cap_ok = (t_cap > EPS) & (cx * cx + cy * cy <= h * h)
-    t_cyl = torch.minimum(torch.where(side_ok, t_side, inf), torch.where(cap_ok, t_cap, inf))
-    kind = g["kind"][None]
-    return torch.where(kind == 0, t_sph, torch.where(kind == 1, t_cub, t_cyl))
+    return torch.minimum(torch.where(side_ok, t_side, inf), torch.where(cap_ok, t_cap, inf))
+
+
+def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Nearest positive hit distance of each ray with each object [R, N] (inf where it misses);
+    each shape's test runs on its own objects only."""
+    inf = torch.tensor(float("inf"))
+    out = torch.full((len(o), len(g["kind"])), float("inf"))
+    for kind in range(3):
+        cols = (g["kind"] == kind).nonzero()[:, 0]
+        if not len(cols):
+            continue
+        rel = o[:, None, :] - g["c"][cols][None]
+        dd = d[:, None, :].expand_as(rel)
+        h = g["h"][cols][None]
+        out[:, cols] = (_t_sphere(rel, dd, h, inf) if kind == 0 else
+                        _t_cube(rel, dd, h, g["angle"][cols][None], inf) if kind == 1 else _t_cylinder(rel, dd, h, inf))
+    return out
 
 
 def normals(p: torch.Tensor, idx: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -261,13 +271,20 @@ def render(scene: Scene3D, px: int = 64, supersample: int = 2) -> tuple[np.ndarr
     rgb = _radiance(o, d, g, scene, lights, key, bounce=True)
     img = rgb.reshape(px, supersample, px, supersample, 3).mean((1, 3))
     img = (img.clamp(0, 1) ** (1 / 2.2) * 255).round().to(torch.uint8).numpy()
-    # the instance map from the ray through each pixel's centre
-    kc = (torch.arange(px, dtype=torch.float32) + 0.5 - px / 2) / ((px / 2) / math.tan(scene.camera.fov / 2))
-    yc, xc = torch.meshgrid(-kc, kc, indexing="ij")
-    dc = fwd[None] + xc.reshape(-1, 1) * right[None] + yc.reshape(-1, 1) * up[None]
-    dc = dc / dc.norm(dim=-1, keepdim=True)
-    _, hit = trace(o[: len(dc)], dc, g)
-    return img, (hit + 1).clamp_min(0).reshape(px, px).numpy().astype(np.int32)
+    return img, instances(scene, px)
+
+
+def instances(scene: Scene3D, px: int) -> np.ndarray:
+    """The instance map alone (no shading: what placement checks visibility with), from the ray
+    through each pixel's centre: object index + 1, 0 for floor and sky."""
+    g = _objects(scene)
+    fwd, right, up = (v.float() for v in scene.camera.basis())
+    k = (torch.arange(px, dtype=torch.float32) + 0.5 - px / 2) / ((px / 2) / math.tan(scene.camera.fov / 2))
+    yy, xx = torch.meshgrid(-k, k, indexing="ij")
+    d = fwd[None] + xx.reshape(-1, 1) * right[None] + yy.reshape(-1, 1) * up[None]
+    d = d / d.norm(dim=-1, keepdim=True)
+    _, hit = trace(torch.tensor(scene.camera.position, dtype=torch.float32).expand_as(d), d, g)
+    return (hit + 1).clamp_min(0).reshape(px, px).numpy().astype(np.int32)
 
 
 def _albedo(scene: Scene3D) -> tuple[torch.Tensor, torch.Tensor]:

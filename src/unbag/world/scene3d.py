@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, jittered, render
+from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, render
 
 SHAPES3D = ("cube", "sphere", "cylinder")
 MATERIALS3D = ("rubber", "metal")
@@ -43,9 +43,11 @@ def random_object(rng: np.random.Generator) -> Obj3D:
                  str(rng.choice(MATERIALS3D)), 0.0, 0.0)
 
 
-def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64) -> tuple[Scene3D, np.ndarray, np.ndarray]:
-    """A scene of objects with the given attributes placed by CLEVR's rules, with its picture and
-    instance map; raises RuntimeError when no placement keeps every object visible in TRIES."""
+def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64, draw: bool = True
+          ) -> tuple[Scene3D, np.ndarray | None, np.ndarray]:
+    """A scene of objects with the given attributes placed by CLEVR's rules, with its picture
+    (None unless `draw`) and instance map; raises RuntimeError when no placement keeps every object
+    visible in TRIES."""
     for _ in range(TRIES):
         cam, lights = jittered(rng)
         left, front = cam.ground_axes()
@@ -62,8 +64,8 @@ def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64) -> tuple[S
         if len(objs) < len(attrs):
             continue
         scene = Scene3D(tuple(objs), cam, lights)
-        img, inst = render(scene, px)
+        inst = instances(scene, px)
         counts = np.bincount(inst.ravel(), minlength=len(objs) + 1)[1:]
         if (counts >= min_visible(px)).all():
-            return scene, img, inst
+            return scene, render(scene, px)[0] if draw else None, inst
     raise RuntimeError(f"no placement of {len(attrs)} objects keeps each visible in {TRIES} tries")
