@@ -117,3 +117,19 @@ def test_clevr_placement_rules_and_perspective():
         assert np.corrcoef(rows, heights)[0, 1] > 0
     again = place(np.random.default_rng(0), [random_object(np.random.default_rng(0))], px=32)
     assert again[1].tobytes() == place(np.random.default_rng(0), [random_object(np.random.default_rng(0))], px=32)[1].tobytes()
+
+
+def test_bounding_sphere_culling_loses_no_hit():
+    from unbag.world.render3d import _t_cube, _t_cylinder
+    g = _objects(_scene(Obj3D("cube", "red", "large", "rubber", 0.2, 0.1, 0.7), Obj3D("cylinder", "red", "large",
+                                                                                     "metal", -1.0, 1.0)))
+    gen = torch.Generator().manual_seed(0)
+    o = torch.rand(4000, 3, generator=gen) * torch.tensor([8.0, 8.0, 3.0]) - torch.tensor([4.0, 4.0, 0.0])
+    d = torch.nn.functional.normalize(torch.randn(4000, 3, generator=gen), dim=-1)
+    t = intersect(o, d, g)
+    inf = torch.tensor(float("inf"))
+    rel = o[:, None, :] - g["c"][None]
+    dd = d[:, None, :].expand_as(rel)
+    full_cube = _t_cube(rel[:, :1], dd[:, :1], g["h"][None, :1], g["angle"][None, :1], inf)
+    full_cyl = _t_cylinder(rel[:, 1:], dd[:, 1:], g["h"][None, 1:], inf)
+    assert torch.isfinite(full_cube).sum() > 100 and torch.equal(t[:, :1], full_cube) and torch.equal(t[:, 1:], full_cyl)

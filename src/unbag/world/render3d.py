@@ -29,6 +29,7 @@ FLOOR = 0.55  # floor albedo (CLEVR's light grey ground)
 AMBIENT = 0.22
 BACKDROP = 0.12  # linear radiance behind the floor's far edge
 EPS = 1e-4
+BOUND = {1: math.sqrt(3) * 1.001, 2: math.sqrt(2) * 1.001}  # bounding-sphere radius / half-extent
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,15 @@ def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> t
         rel = o[:, None, :] - g["c"][cols][None]
         dd = d[:, None, :].expand_as(rel)
         h = g["h"][cols][None]
-        out[:, cols] = (_t_sphere(rel, dd, h, inf) if kind == 0 else
-                        _t_cube(rel, dd, h, g["angle"][cols][None], inf) if kind == 1 else _t_cylinder(rel, dd, h, inf))
+        if kind == 0:
+            out[:, cols] = _t_sphere(rel, dd, h, inf)
+            continue
+        # the exact test only for rays that meet a bounding sphere (most rays miss every object)
+        rows = torch.isfinite(_t_sphere(rel, dd, h * BOUND[kind], inf)).any(1).nonzero()[:, 0]
+        if len(rows):
+            rel, dd = rel[rows], dd[rows]
+            t = _t_cube(rel, dd, h, g["angle"][cols][None], inf) if kind == 1 else _t_cylinder(rel, dd, h, inf)
+            out[rows[:, None], cols[None]] = t
     return out
 
 
