@@ -132,4 +132,4 @@ def test_bounding_sphere_culling_loses_no_hit():
     dd = d[:, None, :].expand_as(rel)
     full_cube = _t_cube(rel[:, :1], dd[:, :1], g["h"][None, :1], g["angle"][None, :1], inf)
     full_cyl = _t_cylinder(rel[:, 1:], dd[:, 1:], g["h"][None, 1:], inf)
-    assert torch.isfinite(full_cube).sum() > 100 and torch.equal(t[:, :1], full_cube) and torch.equal(t[:, 1:], full_cyl)
+    assert torch.isfinite(full_cube).sum() > 50 and torch.equal(t[:, :1], full_cube) and torch.equal(t[:, 1:], full_cyl)
