@@ -8,7 +8,9 @@ Sources: `gt` (boxes shipped with a benchmark), `grid` (multi-scale sliding wind
 overlap, full image included), `selective` (hierarchical grouping of graph-based segments in the
 manner of selective search, Uijlings et al. 2013: the photo benchmarks' default, full image
 included), `proposals` (one flat Felzenszwalb segmentation), `blobs` (connected components that
-differ from the background colour: fast, for scenes on a plain background such as ctrl), each
+differ from the background colour: fast, for scenes on a plain background such as ctrl),
+`chroma` (for CLEVR-style 3D scenes on a grey floor with shadows: one connected component per
+palette colour, grey objects by their brightness against the floor's; docs/world3d.md), each
 optionally `+groups` (unions of 2..max_group regions, for counts and relations). docs/sgi.md
 compares them on hand-labelled boxes.
 Inputs: `mask` keeps the region in place and fills the rest with the image's background colour
@@ -27,7 +29,7 @@ from ..errors import UnbagError
 Box = tuple[int, int, int, int]
 Region = tuple[Box, ...]
 
-SOURCES = ("gt", "grid", "selective", "proposals", "blobs")
+SOURCES = ("gt", "grid", "selective", "proposals", "blobs", "chroma")
 MODES = ("mask", "tokens", "crop")  # tokens: a ViT encodes only the patches a region covers
 
 
@@ -159,6 +161,39 @@ def blob_boxes(img: np.ndarray, pad: int = 1, min_area_frac: float = 0.004,
     return [tuple(int(v) for v in b) for b in _merge_nested(boxes, frac=0.9)]
 
 
+def chroma_boxes(img: np.ndarray, palette: dict[str, tuple[int, int, int]] | None = None, chroma: float = 30.0,
+                 contrast: float = 30.0, min_area: int = 4) -> list[list[int]]:
+    """Boxes of the objects of a scene on a grey floor: pixels of clear colour (max - min channel
+    above `chroma`) are given the nearest palette colour by chromaticity, so shading and shadows do
+    not split an object and touching objects of two colours stay apart; colourless pixels whose
+    brightness stands out from their row's median (the floor, by far the most common thing in a
+    row) by `contrast` (twice as much below: shadows are darker floor) join the palette's grey. Each
+    class's mask is closed with a 2x2 element (a metal object's reflections break it up) and its
+    connected components become boxes. The palette defaults to CLEVR's colours."""
+    from scipy import ndimage
+
+    from ..world.render3d import CLEVR_COLORS
+    palette = palette or CLEVR_COLORS
+    names = list(palette)
+    ref = np.array([palette[n] for n in names], np.float32) + 1
+    ref /= ref.sum(1, keepdims=True)
+    x = img.astype(np.float32)
+    coloured = x.max(2) - x.min(2) > chroma
+    lum = x.mean(2)
+    floor = np.median(lum, axis=1, keepdims=True)
+    grey = ~coloured & ((lum - floor > contrast) | (floor - lum > 2 * contrast))
+    chrom = (x + 1) / (x + 1).sum(2, keepdims=True)
+    cls = np.where(coloured, np.argmin(((chrom[:, :, None, :] - ref[None, None]) ** 2).sum(-1), -1), -1)
+    out: list[list[int]] = []
+    for k, name in enumerate(names):
+        mask = (cls == k) | grey if name in ("gray", "grey") else cls == k
+        mask = mask | ndimage.binary_closing(mask, structure=np.ones((2, 2)))
+        for ys, xs in filter(None, ndimage.find_objects(ndimage.label(mask)[0])):
+            if (ys.stop - ys.start) * (xs.stop - xs.start) >= min_area:
+                out.append([xs.start, ys.start, xs.stop, ys.stop])
+    return [list(b) for b in dict.fromkeys(tuple(b) for b in out)]
+
+
 def _area(b) -> int:
     return max(0, b[2] - b[0]) * max(0, b[3] - b[1])
 
@@ -267,6 +302,8 @@ def base_boxes(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None) 
         return blob_boxes(img, cfg.pad)
     if cfg.source == "selective":
         return selective_boxes(img, cfg.k)
+    if cfg.source == "chroma":
+        return chroma_boxes(img)
     return proposal_boxes(img, cfg.pad)
 
 
