@@ -141,7 +141,7 @@ def test_chroma_regions_split_touching_colours_and_skip_shadows():
     img[10:20, 10:20] = (173, 35, 35)   # red, touching
     img[10:20, 20:30] = (42, 75, 215)   # blue
     img[12:16, 12:15] = (200, 60, 60)  # a brighter patch of the red one: same colour, still one object
-    img[20:26, 14:28] = 70  # a shadow: darker floor, no object
+    img[20:26, 14:28] = 80  # a shadow: darker floor (by less than 1.5 x the contrast), no object
     img[30:36, 2:8] = 30  # a dark grey object: much darker than the floor
     got = sorted(map(tuple, chroma_boxes(img)))
     assert got == [(2, 30, 8, 36), (10, 10, 20, 20), (20, 10, 30, 20)]
@@ -156,4 +156,4 @@ def test_chroma_regions_find_most_objects_of_placed_scenes():
         scene, img, inst = place(rng, [random_object(rng) for _ in range(int(rng.integers(3, 6)))], px=64)
         singles = [r[0] for r in regions_for(img, RegionConfig.parse("chroma")) if len(r) == 1]
         hits += [any(iou(v["box"], s) >= 0.5 for s in singles) for v in visible(inst, len(scene.objects))]
-    assert np.mean(hits) >= 0.75  # bench/regions3d.py: 87.9% on 900 objects at 64 px, 92.9% at 128 px
+    assert np.mean(hits) >= 0.75  # bench/regions3d.py: 92.9% on 900 objects at 64 px, 96.3% at 128 px

@@ -162,12 +162,12 @@ def blob_boxes(img: np.ndarray, pad: int = 1, min_area_frac: float = 0.004,
 
 
 def chroma_boxes(img: np.ndarray, palette: dict[str, tuple[int, int, int]] | None = None, chroma: float = 30.0,
-                 contrast: float = 30.0, min_area: int = 4) -> list[list[int]]:
+                 contrast: float = 30.0, darker: float = 1.5, min_area: int = 4) -> list[list[int]]:
     """Boxes of the objects of a scene on a grey floor: pixels of clear colour (max - min channel
     above `chroma`) are given the nearest palette colour by chromaticity, so shading and shadows do
     not split an object and touching objects of two colours stay apart; colourless pixels whose
     brightness stands out from their row's median (the floor, by far the most common thing in a
-    row) by `contrast` (twice as much below: shadows are darker floor) join the palette's grey. Each
+    row) by `contrast` (`darker` times as much below: shadows are darker floor) join the palette's grey. Each
     class's mask is closed with a 2x2 element (a metal object's reflections break it up) and its
     connected components become boxes. The palette defaults to CLEVR's colours."""
     from scipy import ndimage
@@ -181,7 +181,7 @@ def chroma_boxes(img: np.ndarray, palette: dict[str, tuple[int, int, int]] | Non
     coloured = x.max(2) - x.min(2) > chroma
     lum = x.mean(2)
     floor = np.median(lum, axis=1, keepdims=True)
-    grey = ~coloured & ((lum - floor > contrast) | (floor - lum > 2 * contrast))
+    grey = ~coloured & ((lum - floor > contrast) | (floor - lum > darker * contrast))
     chrom = (x + 1) / (x + 1).sum(2, keepdims=True)
     cls = np.where(coloured, np.argmin(((chrom[:, :, None, :] - ref[None, None]) ** 2).sum(-1), -1), -1)
     out: list[list[int]] = []
