@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 import numpy as np
 
 from .errors import UnbagError
-from .utils import at_least
+from .utils import at_least, check_out
 
 if TYPE_CHECKING:
     import torch
@@ -158,7 +158,6 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     needs them; on photos they cost SGI's region search per image). A folder `out` that holds
     files unbag did not write is refused unless `overwrite`."""
     from .heads.features import extract_captions, extract_swaps, extract_world
-    from .utils import check_out
     check_out(out, "features", overwrite)
     at_least("n", n)
     name, _, seed = data.partition(":")
@@ -186,7 +185,6 @@ def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None
     """Write `model` as a plain folder of its library: open_clip's local-dir layout
     (`open_clip.create_model_and_transforms("local-dir:OUT")`; the built-in model's packed weights
     unpacked) or a transformers folder; `unbag.load_model(OUT)` loads it back."""
-    from .utils import check_out
     check_out(out, "model", overwrite)
     return _backend(model, device).save(out, overwrite=overwrite)
 
@@ -207,7 +205,6 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
     if method in HEADS:
         if resume:
             raise UnbagError("heads train in one go from their feature cache; resume applies to the methods")
-        from .utils import check_out
         check_out(out, "train", overwrite)
         return _train_head(method, model, data, Path(out), progress, hp, overwrite)
     from .training.engine import TrainConfig, Trainer, check_run_out

@@ -22,7 +22,7 @@ def umask() -> int:
     return mask
 
 
-def mark(folder: Path, kind: str, files: list[str]) -> None:
+def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]") -> None:
     """Record in `folder` that `kind` wrote it, and which of its entries are unbag's."""
     atomic_write(folder / MARKER, json.dumps({"kind": kind, "files": sorted(files)}) + "\n")
 

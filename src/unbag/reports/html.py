@@ -360,7 +360,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                                                                      "16.7.", ""] + [f"![{c}]({n})" for n, c in figs]
         general = general_ability([(r.model, r.protocol, r.res, r) for r in results])
         if general:  # a fine-tuning method's cost in general ability, next to its binding scores
-            ghead, grows = general[0][:-1], [row[:-1] for row in general[1]]  # the dataset count: blanks say it
+            ghead, grows = general
             body_html += ["<h2>General ability: zero-shot top-1 (%)</h2>", _table_html(ghead, grows),
                           '<p class="note">Mean over the zero-shot classification datasets each row was run on '
                           "(a blank dataset is left out of that row's mean).</p>"]
@@ -369,7 +369,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '
                           "Every number links to its results file.</p>"] + ([_figure(*chart)] if chart else [])
-            md_body += ["", f"## {stitle}", ""] + _table_md(shead, srows) + ([f"", f"![{chart[1]}]({chart[0]})"]
+            md_body += ["", f"## {stitle}", ""] + _table_md(shead, srows) + (["", f"![{chart[1]}]({chart[0]})"]
                                                                             if chart else [])
         expl_html = ("<h2>SGI explanations</h2>" + "".join(_figure(n, c) for n, c in expl)) if expl else ""
         files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '

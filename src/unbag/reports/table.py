@@ -61,10 +61,6 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
     return out
 
 
-def _pct(entry: tuple, head: str) -> str:
-    return str(entry[0]) if head == "datasets" else f"{100 * entry[0]:.1f}"
-
-
 def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
     """The summary tables on the terminal (%, as in the report)."""
     console = Console(width=max(150, Console().width))
@@ -75,13 +71,14 @@ def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
         for h in head:
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for row in rows:
-            t.add_row(row[0], row[1], *["" if e is None else _pct(e, h) for e, h in zip(row[2:], head[2:])])
+            t.add_row(row[0], row[1], *["" if e is None else f"{100 * e[0]:.1f}" for e in row[2:]])
         console.print(t)
 
 
 def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[str], list[list]] | None:
     """The general-ability table: per model (and protocol), each dataset's declared general metric
-    (zero-shot top-1) and their mean over the datasets it was run on; None without such results."""
+    (zero-shot top-1) and their mean over the datasets it was run on (a blank dataset is left out
+    of that mean); None without such results."""
     from ..benchmarks import summary
 
     per: dict[tuple[str, str], dict[str, tuple]] = {}
@@ -98,5 +95,5 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
     rows = []
     for (m, p), got in per.items():
         mean = sum(v[0] for v in got.values()) / len(got)
-        rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None), (len(got), None, None)])
-    return ["model", "protocol", *specs, "mean zero-shot top-1", "datasets"], rows
+        rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None)])
+    return ["model", "protocol", *specs, "mean zero-shot top-1"], rows

@@ -27,13 +27,13 @@ from .ema import EMA
 from .objectives import OBJECTIVES
 
 
-RUN_FILES = ["config.json", "log.jsonl", "ckpt", "best", "model", "model_ema"]  # what a run folder holds
+RUN_FILES = ("config.json", "log.jsonl", "ckpt", "best", "model", "model_ema")  # what a run folder holds
 
 
 def check_run_out(out: str | os.PathLike, resume: bool, overwrite: bool = False) -> None:
     """Refuse a run folder of other files (`check_out`), unless resuming a checkpoint there."""
     if not (resume and (Path(out) / "ckpt" / "trainer.pt").is_file()):
-        check_out(out, "train", overwrite, tuple(RUN_FILES))
+        check_out(out, "train", overwrite, RUN_FILES)
 
 
 @dataclass
