@@ -133,6 +133,21 @@ def test_run_reruns_a_cell_whose_benchmark_files_or_spec_changed(tmp_path, sugar
     assert res["benchmark"]["files"] != first["benchmark"]["files"]
 
 
+def test_run_reruns_a_cell_made_in_another_precision(tmp_path, sugarcrepe_dir, counted):
+    from unbag.errors import UnbagError
+    from unbag.run import run_plan
+    plan = _sc_plan(tmp_path, sugarcrepe_dir)
+    assert run_plan(plan, progress=False)[0]["config"]["precision"] == "fp32"  # auto on CPU
+    plan.write_text('precision = "fp32"\n' + plan.read_text())
+    run_plan(plan, progress=False)
+    assert len(counted) == 1  # the same precision, named: reused
+    plan.write_text(plan.read_text().replace('"fp32"', '"bf16"'))
+    assert run_plan(plan, progress=False)[0]["config"]["precision"] == "bf16" and len(counted) == 2
+    plan.write_text(plan.read_text().replace('"bf16"', '"fp8"'))
+    with pytest.raises(UnbagError, match="field 'precision' must be one of"):
+        run_plan(plan, progress=False)
+
+
 def test_run_retrains_when_the_train_table_changed(tmp_path, monkeypatch):
     from unbag.run import run_plan
     plan = tmp_path / "plan.toml"

@@ -53,7 +53,7 @@ from .scoring import SGI_PRESETS, resolve
 from .utils import atomic_write, check_out, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
-PLAN_KEYS = frozenset({"out", "seed", "explain", "models", "train", "benchmarks", "protocols"})
+PLAN_KEYS = frozenset({"out", "seed", "precision", "explain", "models", "train", "benchmarks", "protocols"})
 
 
 def read_plan(path: str | Path) -> dict:
@@ -84,6 +84,10 @@ def read_plan(path: str | Path) -> dict:
         if only is not None and not (isinstance(only, list) and only and set(only) <= set(known)):
             raise UnbagError(f"{path}: protocols.{name}.models: a list of the plan's model names "
                              f"({', '.join(known)}), got {only!r}")
+    from .scoring.encode import PRECISIONS
+    if plan.get("precision", "auto") not in PRECISIONS:
+        raise UnbagError(f"{path}: field 'precision' must be one of {', '.join(PRECISIONS)}, "
+                         f"got {plan['precision']!r}")
     explain = plan.get("explain", [])
     if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
         raise UnbagError(f"{path}: field 'explain' must be a list of ctrl item ids, e.g. [\"ood-color-0000\"]")
@@ -107,6 +111,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     for name, table in plan.get("train", {}).items():
         model_specs[name] = str(train_entry(name, table, root, progress, device))
     seed = int(plan.get("seed", 0))
+    precision = str(plan.get("precision", "auto"))
     protocols = {p: (v, {}) if isinstance(v, str) else
                  (v["protocol"], {k: x for k, x in v.items() if k not in ("protocol", "models")})
                  for p, v in plan["protocols"].items()}
@@ -131,14 +136,15 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             if res is not None and model_specs[m] not in ids:  # which weights the spec means now
                 ids[model_specs[m]] = weights_id(backend)
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options,
-                                              plan["benchmarks"][b], seed, files[plan["benchmarks"][b]]):
+                                              plan["benchmarks"][b], seed, files[plan["benchmarks"][b]],
+                                              _precision(backend, precision)):
                 spec = plan["benchmarks"][b]
                 if spec not in loaded:  # generate/read each benchmark once per run; keep the last
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
                     loaded[spec] = benchmarks.load(spec, seed=seed)
                 res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
-                               progress=False, options=options)
+                               progress=False, options=options, precision=precision)
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
             results.append(res)
             bar.advance(task)
@@ -179,14 +185,26 @@ def write_explanations(root: Path, model: str, items: list[str], seed: int, prot
     return out
 
 
+def _precision(backend, precision: str) -> str:
+    """The precision `evaluate` will record for `backend` under the plan's `precision`."""
+    from .scoring.encode import precision_of
+    before, backend.precision = backend.precision, precision
+    try:
+        return precision_of(backend)
+    finally:
+        backend.precision = before
+
+
 def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str,
-                seed: int, files: str | None) -> bool:
+                seed: int, files: str | None, precision: str = "fp32") -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
     the cell run again instead of being reused), on the same benchmark spec, seed and files
-    (`files_fingerprint`), and on the same pixels where unbag renders them."""
+    (`files_fingerprint`), in the same precision, and on the same pixels where unbag renders them."""
     recorded_bench = res.get("benchmark", {})
     if recorded_bench.get("spec") != bench or res.get("seed") != seed or recorded_bench.get("files") != files:
+        return False
+    if res.get("config", {}).get("precision") != precision:
         return False
     from .scoring import build
     from .world.render import RENDER_VERSION

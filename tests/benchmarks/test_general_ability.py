@@ -108,3 +108,96 @@ def test_precision_is_a_flag_and_recorded(imagefolder_dir):
     assert evaluate(MODEL, f"imagefolder:{imagefolder_dir}", progress=False)["config"]["precision"] == "fp32"
     with pytest.raises(UnbagError, match="--precision"):
         evaluate(MODEL, f"imagefolder:{imagefolder_dir}", progress=False, precision="fp8")
+
+
+def _named(tmp_path, name, folders):
+    """An ImageFolder called `name` with one image per class folder."""
+    from PIL import Image
+    for k, f in enumerate(folders):
+        (tmp_path / name / f).mkdir(parents=True)
+        Image.new("RGB", (16, 16), (40 * k, 0, 0)).save(tmp_path / name / f / "a.png")
+    return tmp_path / name
+
+
+def test_builtin_prompts_come_from_clip_benchmarks_own_files(tmp_path):
+    pytest.importorskip("clip_benchmark")
+    from importlib.resources import files
+    cb = files("clip_benchmark.datasets")
+    names = json.loads((cb / "en_classnames.json").read_text())
+    templates = json.loads((cb / "en_zeroshot_classification_templates.json").read_text())
+    # numbered folders are labels: the dataset's own names by label, its own templates
+    d = _named(tmp_path, "x", ["0", "1", "10"])
+    b = benchmarks.load(f"imagefolder:{d}:pets")
+    assert b.classes == [names["pets"][0], names["pets"][1], names["pets"][10]]
+    assert list(b.templates) == templates["pets"] and b.info["dataset"] == "pets"
+    assert "clip_benchmark" in b.info["templates_from"]
+    # a CLIP_benchmark release folder is recognised by its name; classnames.txt beside it wins
+    d = _named(tmp_path, "wds_cifar10", ["airplane", "bird"])
+    b = benchmarks.load(f"imagefolder:{d}")
+    assert b.classes == ["airplane", "bird"] and list(b.templates) == templates["cifar10"] and len(b.templates) == 18
+    d = _named(tmp_path, "wds_vtab-eurosat", ["0", "1"])
+    assert benchmarks.load(f"imagefolder:{d}").classes == names["eurosat"][:2]
+    with pytest.raises(UnbagError, match="dataset 'cifar11': unknown"):
+        benchmarks.load(f"imagefolder:{d}:cifar11")
+
+
+def test_builtin_prompts_without_clip_benchmark(tmp_path, monkeypatch):
+    from unbag.benchmarks import prompts
+    from unbag.benchmarks.classification import TEMPLATES
+    from unbag.errors import UnbagWarning
+    monkeypatch.setattr(prompts, "_clip_benchmark_files", lambda: None)
+    d = _named(tmp_path, "food101", ["apple_pie", "baby_back_ribs"])
+    with pytest.raises(UnbagError, match="pip install --no-deps clip_benchmark"):
+        benchmarks.load(f"imagefolder:{d}:food101")  # asked for by name: refused
+    with pytest.warns(UnbagWarning, match="food101"):
+        b = benchmarks.load(f"imagefolder:{d}")  # guessed from the folder's name: the defaults, said aloud
+    assert b.classes == ["apple pie", "baby back ribs"] and b.templates == TEMPLATES
+    # ImageNet's prompts ship with open_clip, so they never need clip_benchmark
+    b = benchmarks.load(f"imagefolder:{_named(tmp_path, 'in', ['0', '999'])}:imagenet1k")
+    assert b.classes == ["tench", "toilet paper"] and len(b.templates) == 80
+
+
+def _cb_model():
+    from unbag import models
+    torch.manual_seed(0)
+    return models.load("open_clip:unbag-tiny@random")
+
+
+def test_numbers_match_clip_benchmarks_own_evaluate(imagefolder_dir, clip_benchmark_retrieval):
+    """CLIP_benchmark 1.6.2's own zero-shot classification and retrieval, run on the same model and
+    images, give unbag's numbers (fp32: amp off on both sides)."""
+    pytest.importorskip("clip_benchmark")
+    pytest.importorskip("sklearn")
+    from clip_benchmark.metrics import zeroshot_classification, zeroshot_retrieval
+    from torchvision.datasets import ImageFolder
+    backend = _cb_model()
+    b = benchmarks.load(f"imagefolder:{imagefolder_dir}")
+    ds = ImageFolder(str(imagefolder_dir), transform=backend.preprocess)
+    ds.classes = b.classes
+    # its evaluate() stops at accuracy() under numpy 2 (float() of a 1-element array), so its own
+    # classifier and logits are taken and scored the way evaluate() scores them
+    clf = zeroshot_classification.zero_shot_classifier(backend.model, backend.tokenizer, b.classes,
+                                                       [t.replace("{}", "{c}") for t in b.templates], "cpu", amp=False)
+    logits, target = zeroshot_classification.run_classification(backend.model, clf,
+                                                                torch.utils.data.DataLoader(ds, batch_size=4), "cpu",
+                                                                amp=False)
+    from sklearn.metrics import balanced_accuracy_score
+    theirs = {"acc1": (logits.argmax(1) == target).float().mean().item(),
+              "mean_per_class_recall": balanced_accuracy_score(target, logits.argmax(1))}
+    ours = evaluate(backend, b, progress=False)["metrics"]
+    assert ours["all/zeroshot/top1"] == pytest.approx(theirs["acc1"], abs=1e-6)
+    assert ours["all/zeroshot/mean_per_class_recall"] == pytest.approx(theirs["mean_per_class_recall"], abs=1e-6)
+
+    r = benchmarks.load(f"karpathy:{clip_benchmark_retrieval / 'coco_test_karpathy.json'}")
+    from PIL import Image
+    pairs = [(backend.preprocess(Image.open(p).convert("RGB")), [r.texts[t] for t in ts])
+             for p, ts in zip(r.images, r.image_texts)]
+    loader = torch.utils.data.DataLoader(pairs, batch_size=2, collate_fn=lambda bs: (torch.stack([x for x, _ in bs]),
+                                                                                       [t for _, t in bs]))
+    theirs = zeroshot_retrieval.evaluate(backend.model, loader, backend.tokenizer, "cpu", amp=False,
+                                         recall_k_list=[1])  # its topk needs k <= 3 images here
+    ours = evaluate(backend, r, progress=False)["metrics"]
+    for k in (1,):
+        # CLIP_benchmark's "text retrieval" is image-to-text
+        assert ours[f"all/retrieval/i2t/R@{k}"] == pytest.approx(theirs[f"text_retrieval_recall@{k}"], abs=1e-6)
+        assert ours[f"all/retrieval/t2i/R@{k}"] == pytest.approx(theirs[f"image_retrieval_recall@{k}"], abs=1e-6)

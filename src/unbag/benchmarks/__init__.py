@@ -57,9 +57,10 @@ DEFAULT_SUMMARY = Summary(("macro/*", "all/*"), "")
 class Kind:
     """A registered benchmark."""
     form: str  # how its spec reads, for help and errors
-    loader: Callable  # (path, image_root, seed) -> Benchmark | RetrievalSet | ClassificationSet
+    loader: Callable  # (path, third part or None, seed) -> Benchmark | RetrievalSet | ClassificationSet
     needs_dir: bool = True  # reads a local copy of an official release
     image_root: bool = False  # takes NAME:DIR:IMAGE_ROOT (annotations and images kept apart)
+    dataset: bool = False  # takes NAME:DIR:DATASET (a standard dataset's name, for its built-in prompts)
     global_only: bool = False  # every image against every text (retrieval, classification)
     sgi: dict = field(default_factory=dict)  # SGI options its images call for, under the user's own
     summary: Summary | None = None  # its report table and chart; None: the report's ctrl table shows it
@@ -73,8 +74,8 @@ PHOTO_SGI = {"regions": "selective", "phases": 1}
 
 def _call(module: str, fn: str, *args: str) -> Callable:
     """A loader that imports `module` when first used and passes the spec parts named in `args`."""
-    def load(path: str, image_root: str | None, seed: int):
-        given = {"path": path, "image_root": image_root or None, "seed": seed}
+    def load(path: str, third: str | None, seed: int):
+        given = {"path": path, "image_root": third or None, "dataset": third or None, "seed": seed}
         return getattr(importlib.import_module(f".{module}", __name__), fn)(*(given[a] for a in args))
     return load
 
@@ -121,10 +122,10 @@ BENCHMARKS: dict[str, Kind] = {
     "bivlc": Kind("bivlc:DIR", _call("bivlc", "load", "path"), sgi=PHOTO_SGI,
                   summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
                                    "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
-    "imagefolder": Kind("imagefolder:DIR", _call("classification", "load", "path"), global_only=True,
-                        summary=ZERO_SHOT),
-    "wds": Kind("wds:DIR (CLIP_benchmark's webdataset: classification or retrieval)",
-                _call("classification", "load_wds", "path"), global_only=True,
+    "imagefolder": Kind("imagefolder:DIR[:DATASET]", _call("classification", "load", "path", "dataset"),
+                        global_only=True, dataset=True, summary=ZERO_SHOT),
+    "wds": Kind("wds:DIR[:DATASET] (CLIP_benchmark's webdataset: classification or retrieval)",
+                _call("classification", "load_wds", "path", "dataset"), global_only=True, dataset=True,
                 summary=Summary(ZERO_SHOT.columns + RETRIEVAL.columns, ("all/zeroshot/top1", "all/retrieval/i2t/R@1"),
                                 general="all/zeroshot/top1")),
     "karpathy": Kind("karpathy:FILE[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
@@ -141,24 +142,25 @@ def kind(spec: str) -> Kind:
 
 
 def _parts(spec: str) -> tuple[Kind, str, str, str | None]:
-    """(kind, name, path, image root) of a spec."""
+    """(kind, name, path, third part: the image root or the dataset name) of a spec."""
     k = kind(spec)
     name, _, path = spec.partition(":")
-    image_root = None
-    if k.image_root:
-        path, _, image_root = path.partition(":")
-    return k, name, path, image_root or None
+    third = None
+    if k.image_root or k.dataset:
+        path, _, third = path.partition(":")
+    return k, name, path, third or None
 
 
 def load(spec: str, seed: int = 0):
     """Load the benchmark a spec names (`seed`: the world seed of generated ones). Its `spec` is
     the one given (image root included) and its `info` records the image root and the files'
     fingerprint (`files_fingerprint`)."""
-    k, name, path, image_root = _parts(spec)
+    k, name, path, third = _parts(spec)
+    image_root = third if k.image_root else None
     if k.needs_dir and not path:
         raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {k.form} "
                          "(layouts in docs/benchmarks.md)")
-    b = k.loader(path, image_root, seed)
+    b = k.loader(path, third, seed)
     b.spec = spec
     for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
         for j, c in enumerate(it.captions):
@@ -177,7 +179,8 @@ def files_fingerprint(spec: str) -> str | None:
     """A hash of the files a spec reads (None for generated benchmarks): annotation files by
     content, other files (images) by path, size and modification time, so that an edited caption,
     a replaced image or another folder changes it."""
-    k, _, path, image_root = _parts(spec)
+    k, _, path, third = _parts(spec)
+    image_root = third if k.image_root else None
     if not path or (not k.needs_dir and path.isdigit()):
         return None
     h = hashlib.sha256()

@@ -1,20 +1,23 @@
 """Zero-shot classification (general ability) in the layouts CLIP_benchmark's users hold.
 
-imagefolder:DIR   torchvision's ImageFolder: DIR/<class>/**/<image> (nested folders followed,
+imagefolder:DIR[:DATASET]
+                  torchvision's ImageFolder: DIR/<class>/**/<image> (nested folders followed,
                   torchvision's extensions: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp); an
                   empty class folder is refused, as torchvision refuses it.
-wds:DIR           CLIP_benchmark's webdataset: DIR/test/nshards.txt and DIR/test/{0..N-1}.tar
+wds:DIR[:DATASET] CLIP_benchmark's webdataset: DIR/test/nshards.txt and DIR/test/{0..N-1}.tar
                   (an image .webp/.png/.jpg/.jpeg and its label .cls per sample), DIR/classnames.txt,
                   DIR/zeroshot_classification_templates.txt. With DIR/dataset_type.txt saying
                   `retrieval` it is a retrieval set (.txt: one caption per line) (retrieval.py).
 
-Class names: DIR/classnames.txt (one per line, in class order); else ImageNet-1k's names when the
-classes are its 1,000 WordNet ids (open_clip's `IMAGENET_CLASSNAMES`, from OpenAI's CLIP release);
-else the folder names with '_' as spaces. Templates: DIR/zeroshot_classification_templates.txt
+DATASET names a standard dataset (cifar10, imagenet1k, vtab/eurosat, ...) for its built-in prompts
+(prompts.py); without it the folder's own name is tried (`wds_cifar10`, `wds_vtab-dtd`).
+Class names: DIR/classnames.txt (one per line, in class order); else the standard dataset's, by
+label, when the class folders are its label numbers or ImageNet's 1,000 WordNet ids; else the
+folder names with '_' as spaces. Templates: DIR/zeroshot_classification_templates.txt
 (CLIP_benchmark's name) or DIR/templates.txt, one per line with `{c}` or `{}` for the class name,
-win over the defaults; the defaults are OpenAI's 80 ImageNet templates for ImageNet-1k (open_clip's
-`OPENAI_IMAGENET_TEMPLATES`), else OpenAI's 7 curated ImageNet templates (the ensemble of CLIP's
-prompt-engineering notebook, arXiv 2103.00020).
+win over the defaults; the defaults are the standard dataset's own (OpenAI's), else OpenAI's 7
+curated ImageNet templates (the ensemble of CLIP's prompt-engineering notebook, arXiv
+2103.00020). (CLIP_benchmark falls back to the 80 ImageNet templates instead.)
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UnbagError
+from ..errors import UnbagError, warn
+from . import prompts
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
 IMAGE_EXT = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -72,41 +76,67 @@ def _lines(path: Path) -> list[tuple[int, str]]:
     return [(n, ln.strip()) for n, ln in enumerate(path.read_text().splitlines(), 1) if ln.strip()]
 
 
-def names_and_templates(root: Path, folders: list[str]) -> tuple[list[str], tuple[str, ...], dict]:
-    """Class names and templates for classes `folders` (in class order), and where they came from."""
-    from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES, OPENAI_IMAGENET_TEMPLATES
+def dataset_of(root: Path, dataset: str | None) -> str | None:
+    """The standard dataset a folder holds: the one named, else the one its folder's name is."""
+    if dataset:
+        if not prompts.known(dataset):
+            raise UnbagError(f"dataset {dataset!r}: unknown; known: imagenet1k, {', '.join(sorted(prompts.KNOWN - {'imagenet1k'}))}")
+        return dataset
+    return root.name if prompts.known(root.name) else None
 
-    imagenet = len(folders) == 1000 and all(WNID.match(f) for f in folders)
+
+def names_and_templates(root: Path, folders: list[str], dataset: str | None = None) -> tuple[list[str], tuple[str, ...], dict]:
+    """Class names and templates for classes `folders` (in class order), and where they came from.
+
+    Names: DIR/classnames.txt; else the standard dataset's own, by label when the folders are its
+    label numbers or ImageNet's WordNet ids; else the folder names with '_' as spaces. Templates:
+    the file beside the data; else the standard dataset's own; else OpenAI's 7 curated ones."""
+    named = dataset_of(root, dataset)
+    wnids = len(folders) == 1000 and all(WNID.match(f) for f in folders)
+    if named is None and wnids:
+        named = "imagenet1k"
+    b_names = b_templates = None
+    b_source = ""
+    if named is not None:
+        try:
+            b_names, b_templates, b_source = prompts.builtin(named)
+        except UnbagError as e:
+            if dataset:  # asked for by name: its prompts must be there
+                raise
+            warn(f"{root}: {e}; using the defaults")
     names, source = [f.replace("_", " ") for f in folders], "folder names"
     if (root / "classnames.txt").is_file():
         names, source = [x for _, x in _lines(root / "classnames.txt")], "classnames.txt"
         if len(names) != len(folders):
             raise UnbagError(f"{root / 'classnames.txt'}: {len(names)} names for {len(folders)} classes")
-    elif imagenet:
-        names, source = list(IMAGENET_CLASSNAMES), "ImageNet-1k (open_clip.zero_shot_metadata)"
+    elif b_names is not None and (wnids or all(f.isdigit() and int(f) < len(b_names) for f in folders)):
+        # ImageNet's WordNet ids sort into its label order; numbered folders name their label
+        names = b_names if wnids else [b_names[int(f)] for f in folders]
+        source = b_source
     file = next((root / f for f in TEMPLATE_FILES if (root / f).is_file()), None)
     if file is not None:
         templates = tuple(check_template(t, f"{file}:{n}") for n, t in _lines(file))
         if not templates:
             raise UnbagError(f"{file}: no templates")
         tsource = file.name
-    elif imagenet:
-        templates, tsource = tuple(t("{}") for t in OPENAI_IMAGENET_TEMPLATES), "OpenAI's 80 ImageNet templates"
+    elif b_templates is not None:
+        templates, tsource = tuple(check_template(t, f"{named} (built in)") for t in b_templates), b_source
     else:
         templates, tsource = TEMPLATES, "OpenAI's 7 curated ImageNet templates"
-    return names, templates, {"classnames_from": source, "templates_from": tsource}
+    info = {"classnames_from": source, "templates_from": tsource}
+    return names, templates, {"dataset": named, **info} if named else info
 
 
-def load(root: str | Path):
-    """imagefolder:DIR, with torchvision's ImageFolder rules (a CLIP_benchmark webdataset folder is
-    recognised and read as wds:DIR)."""
+def load(root: str | Path, dataset: str | None = None):
+    """imagefolder:DIR[:DATASET], with torchvision's ImageFolder rules (a CLIP_benchmark webdataset
+    folder is recognised and read as wds:DIR)."""
     root = Path(root)
     if (root / "test" / "nshards.txt").is_file():
-        return load_wds(root)
+        return load_wds(root, dataset)
     folders = sorted(e.name for e in os.scandir(root) if e.is_dir()) if root.is_dir() else []
     if not folders:
         raise UnbagError(f"{root}: no class folders (expected DIR/<class>/<images>)")
-    names, templates, info = names_and_templates(root, folders)
+    names, templates, info = names_and_templates(root, folders, dataset)
     images, labels = [], []
     for c, f in enumerate(folders):
         found = sorted(str(Path(d) / n) for d, _, files in os.walk(root / f, followlinks=True) for n in files
@@ -160,8 +190,9 @@ def wds_image(parts: dict[str, bytes], where: str) -> bytes:
     raise UnbagError(f"{where}: no .webp/.png/.jpg/.jpeg image")
 
 
-def load_wds(root: str | Path):
-    """wds:DIR: CLIP_benchmark's webdataset layout (classification, or retrieval per dataset_type.txt)."""
+def load_wds(root: str | Path, dataset: str | None = None):
+    """wds:DIR[:DATASET]: CLIP_benchmark's webdataset layout (classification, or retrieval per
+    dataset_type.txt)."""
     root = Path(root)
     kind = (root / "dataset_type.txt").read_text().strip().lower() if (root / "dataset_type.txt").is_file() \
         else "classification"
@@ -170,9 +201,14 @@ def load_wds(root: str | Path):
         return load_wds_retrieval(root)
     if kind != "classification":
         raise UnbagError(f"{root / 'dataset_type.txt'}: dataset type {kind!r} is not read (classification, retrieval)")
-    if not (root / "classnames.txt").is_file():
+    standard = dataset_of(root, dataset)
+    if (root / "classnames.txt").is_file():
+        n = len(_lines(root / "classnames.txt"))
+    elif standard is not None and (found := prompts.builtin(standard)[0]) is not None:
+        n = len(found)
+    else:
         raise UnbagError(f"{root / 'classnames.txt'}: not found (CLIP_benchmark's webdataset needs it for "
-                         "zero-shot classification)")
+                         "zero-shot classification, unless it is a standard dataset named as wds:DIR:DATASET)")
     images, labels = [], []
     for shard, key, parts in wds_samples(root):
         where = f"{shard}: sample {key}"
@@ -185,8 +221,7 @@ def load_wds(root: str | Path):
         images.append(wds_image(parts, where))
     if not images:
         raise UnbagError(f"{root}/test: no samples")
-    n = len(_lines(root / "classnames.txt"))
-    names, templates, info = names_and_templates(root, [str(k) for k in range(n)])
+    names, templates, info = names_and_templates(root, [str(k) for k in range(n)], dataset)
     bad = next((y for y in labels if not 0 <= y < n), None)
     if bad is not None:
         raise UnbagError(f"{root}: label {bad} outside the {n} classes of classnames.txt")
