@@ -64,6 +64,17 @@ def test_normals_of_each_shape():
     assert torch.allclose(n, torch.tensor([[1.0, 0.0, 0.0]]), atol=1e-5)
 
 
+def test_bevelled_edges_bend_the_normal_only_near_an_edge():
+    from unbag.world.render3d import BEVEL
+    g = _objects(_scene(Obj3D("cube", "red", "large", "rubber", 0.0, 0.0, 0.0)))
+    h = 0.7 / math.sqrt(2)
+    p = torch.tensor([[0.0, 0.0, 2 * h], [h, 0.0, 2 * h], [h * (1 - BEVEL / 2), 0.0, 2 * h]])
+    n = normals(p, torch.tensor([0, 0, 0]), g)
+    assert torch.allclose(n[0], torch.tensor([0.0, 0.0, 1.0]))  # a face's middle: the face's normal
+    assert torch.allclose(n[1], torch.tensor([1.0, 0.0, 1.0]) / math.sqrt(2), atol=1e-5)  # on the edge: halfway
+    assert torch.allclose(n[2], torch.tensor([0.5, 0.0, 1.0]) / math.sqrt(1.25), atol=1e-5)  # half a bevel in
+
+
 def test_same_scene_same_bytes_and_visible_counts():
     rng = np.random.default_rng(3)
     cam, lights = jittered(rng)

@@ -29,6 +29,7 @@ FLOOR = 0.55  # floor albedo (CLEVR's light grey ground)
 AMBIENT = 0.22
 BACKDROP = 0.12  # linear radiance behind the floor's far edge
 EPS = 1e-4
+BEVEL = 0.2  # rounded edges' radius, as a share of a cube's half-side or a cylinder's radius
 BOUND = {1: math.sqrt(3) * 1.001, 2: math.sqrt(2) * 1.001}  # bounding-sphere radius / half-extent
 
 
@@ -192,6 +193,12 @@ def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> t
     return out
 
 
+def _unit_or(v: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
+    """v normalised, or `fallback` where v is (nearly) zero."""
+    norm = v.norm(dim=-1, keepdim=True)
+    return torch.where(norm > 1e-6, v / norm.clamp_min(1e-9), fallback)
+
+
 def normals(p: torch.Tensor, idx: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
     """Unit surface normals at points p [R, 3] on objects idx [R]."""
     c, h, angle, kind = g["c"][idx], g["h"][idx], g["angle"][idx], g["kind"][idx]
@@ -199,14 +206,22 @@ def normals(p: torch.Tensor, idx: torch.Tensor, g: dict[str, torch.Tensor]) -> t
     n_sph = rel / rel.norm(dim=-1, keepdim=True).clamp_min(1e-9)
     cos, sin = _rot(angle)
     lx, ly = cos * rel[:, 0] + sin * rel[:, 1], -sin * rel[:, 0] + cos * rel[:, 1]
-    local = torch.stack([lx, ly, rel[:, 2]], -1)
-    axis = local.abs().argmax(-1)
-    n_loc = torch.zeros_like(local).scatter_(1, axis[:, None], torch.sign(local.gather(1, axis[:, None])))
+    # bevelled edges, as CLEVR's SmoothCube and cylinder models have: the normal of a box whose
+    # edges are rounded by BEVEL of its half-side (shading only; the silhouette stays the box's),
+    # so edges catch highlights and a metal cube's mirrored world changes across its faces
+    q = torch.stack([lx, ly, rel[:, 2]], -1) / h[:, None]
+    n_loc = q - q.clamp(-(1 - BEVEL), 1 - BEVEL)
+    flat = torch.zeros_like(q).scatter_(1, q.abs().argmax(-1, keepdim=True),
+                                        torch.sign(q.gather(1, q.abs().argmax(-1, keepdim=True))))
+    n_loc = _unit_or(n_loc, flat)
     n_cub = torch.stack([cos * n_loc[:, 0] - sin * n_loc[:, 1], sin * n_loc[:, 0] + cos * n_loc[:, 1], n_loc[:, 2]], -1)
-    radial = torch.stack([rel[:, 0], rel[:, 1], torch.zeros_like(rel[:, 0])], -1)
-    radial = radial / radial.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+    r = torch.stack([rel[:, 0], rel[:, 1]], -1).norm(dim=-1)
+    radial = torch.stack([rel[:, 0], rel[:, 1], torch.zeros_like(rel[:, 0])], -1) / r.clamp_min(1e-9)[:, None]
     top = (rel[:, 2] >= h - 1e-3)[:, None]
-    n_cyl = torch.where(top, torch.tensor([0.0, 0.0, 1.0]).expand_as(radial), radial)
+    sharp = torch.where(top, torch.tensor([0.0, 0.0, 1.0]).expand_as(radial), radial)
+    ro, zo = r / h, rel[:, 2] / h  # the rim between side and top is rounded the same way
+    n_cyl = _unit_or(radial * (ro - ro.clamp_max(1 - BEVEL))[:, None]
+                     + torch.tensor([0.0, 0.0, 1.0]) * (zo - zo.clamp_max(1 - BEVEL))[:, None], sharp)
     k = kind[:, None]
     return torch.where(k == 0, n_sph, torch.where(k == 1, n_cub, n_cyl))
 
@@ -258,7 +273,7 @@ def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
         hv = ldir + view
         hv = hv / hv.norm(dim=-1, keepdim=True).clamp_min(1e-9)
         nh = (n * hv).sum(-1, keepdim=True).clamp_min(0)
-        spec = torch.where(metal, 1.2 * nh ** 80, 0.06 * nh ** 12)
+        spec = torch.where(metal, 1.2 * nh ** 80 + 0.5 * nh ** 16, 0.06 * nh ** 12)
         out = out + vis * inten * (albedo * lam * torch.where(metal, 0.15, 1.0) + spec * (lam > 0))
     return out
 
@@ -327,7 +342,7 @@ def _radiance(o, d, g, scene, lights, key, bounce: bool) -> torch.Tensor:
             nm = no[m]
             r = dm - 2 * (dm * nm).sum(-1, keepdim=True) * nm
             refl = _radiance(po[m] + nm * 1e-3, r, g, scene, lights, key, bounce=False)
-            c[m] = c[m] + 0.9 * cols[idx][m] ** 0.5 * refl  # metal tints what it mirrors
+            c[m] = c[m] + 1.1 * cols[idx][m] ** 0.75 * refl  # metal tints what it mirrors
         out[obj] = c
     return out
 
