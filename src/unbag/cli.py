@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -72,14 +73,14 @@ def _world_build(a: argparse.Namespace) -> None:
 
     out = build(a.out, seed=a.seed, per_category=a.per_category, px=a.size,
                 categories=a.categories.split(",") if a.categories else None, progress=not a.quiet,
-                overwrite=a.overwrite)
+                overwrite=a.overwrite, style=a.style, procs=a.procs)
     print(f"benchmark written to {out}")
 
 
 def _world_show(a: argparse.Namespace) -> None:
     from .world.sheet import contact_sheet
 
-    out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed)
+    out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed, style=a.style)
     print(f"contact sheet written to {out}")
 
 
@@ -209,6 +210,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--per-category", type=int, default=400, help="items per category and split")
     b.add_argument("--size", type=int, default=64, help="image side in pixels")
     b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
+    b.add_argument("--style", default="flat", choices=("flat", "3d"),
+                   help="flat: 2D shapes (format 1, the default); 3d: CLEVR scenes (format 2; docs/world3d.md)")
+    b.add_argument("--procs", type=int, default=max(1, min(os.cpu_count() or 1, 8)),
+                   help="3d: rendering processes (the same bytes for any number; default: the CPU count, at most 8)")
     b.add_argument("--quiet", action="store_true")
     _add_overwrite(b)
     b.set_defaults(fn=_world_build)
@@ -217,6 +222,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--bench", default="ctrl", help="ctrl or ctrl:DIR")
     s.add_argument("--n", type=int, default=2, help="items per category and split")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--style", default="flat", choices=("flat", "3d"), help="the world of the generated ctrl")
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import UnbagError, where
-from ..world.io import FORMAT, VERSION, generate, item_record
+from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
 from ..world.swap import CATEGORIES, SPLITS
 from .base import Benchmark, Item
@@ -25,6 +25,24 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int =
     items = [_item(sw, px) for sw in generate(seed, per_category)]
     return Benchmark("ctrl", "ctrl", items, image_size=px,
                      info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER_VERSION,
+                           "source": "generated"})
+
+
+def generated3d(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64,
+                procs: int = 1) -> Benchmark:
+    """The 3D ctrl benchmark rendered in memory (the pixels of `unbag world build --style 3d`)."""
+    from ..world.io import item3d_record, items3d
+    from ..world.render3d import RENDER_VERSION as RENDER3D
+    from ..world.swap3d import CATEGORIES as CATS3D
+
+    items = []
+    for sw, images, masks in items3d(seed, per_category, px, list(CATS3D), procs):
+        rec = item3d_record(sw, [], [])
+        items.append(Item(id=sw.id, images=images, captions=sw.captions,
+                          group={"split": sw.split, "category": sw.category},
+                          meta={k: rec[k] for k in ("segments", "objects", "held_out", "scenes")}))
+    return Benchmark("ctrl", "ctrl", items, image_size=px,
+                     info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER3D, "style": "3d",
                            "source": "generated"})
 
 
@@ -62,9 +80,13 @@ def load(root: str | Path) -> Benchmark:
         raise UnbagError(f"{meta_path}: missing (not a ctrl benchmark directory?)") from None
     except json.JSONDecodeError as e:
         raise UnbagError(f"{meta_path}:{e.lineno}: invalid JSON: {e.msg}") from None
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+    if meta.get("format") != FORMAT or meta.get("version") not in (VERSION, VERSION_3D):
         raise UnbagError(f"{meta_path}: field 'format'/'version' is {meta.get('format')!r}/"
-                         f"{meta.get('version')!r}, expected {FORMAT!r}/{VERSION}")
+                         f"{meta.get('version')!r}, expected {FORMAT!r}/{VERSION} (flat) or {VERSION_3D} (3d)")
+    style = meta.get("style", "flat")
+    if (style == "3d") != (meta["version"] == VERSION_3D):
+        raise UnbagError(f"{where(meta_path, None, 'style')}: {style!r} with version {meta['version']} "
+                         f"(version {VERSION} is flat, {VERSION_3D} is 3d)")
     side = meta.get("size")
     if not isinstance(side, int):
         raise UnbagError(f"{where(meta_path, None, 'size')} should be an integer")
@@ -100,12 +122,18 @@ def load(root: str | Path) -> Benchmark:
         for k, rel in enumerate(images):
             if not (root / rel).is_file():
                 raise UnbagError(f"{where(*loc, f'images[{k}]')}: image file not found: {root / rel}")
+        masks = rec.get("masks")
+        if style == "3d":
+            masks = _require(rec, "masks", list, loc)
+            if len(masks) != 2 or not all(isinstance(v, str) and (root / v).is_file() for v in masks):
+                raise UnbagError(f"{where(*loc, 'masks')} should name the 2 instance-mask files under {root}")
         items.append(Item(id=item_id, images=[str(root / p) for p in images], captions=captions,
                           group={"split": split, "category": category},
-                          meta={k: rec.get(k) for k in ("segments", "objects", "held_out")},
+                          meta={k: rec.get(k) for k in ("segments", "objects", "held_out")}
+                          | ({"masks": [str(root / m) for m in masks], "scenes": rec.get("scenes")} if masks else {}),
                           source=f"{items_path}:{n}"))
     if not items:
         raise UnbagError(f"{items_path}: no items")
     return Benchmark("ctrl", f"ctrl:{root}", items, image_size=side,
                      info={k: meta.get(k) for k in ("seed", "per_category", "size")}
-                     | {"render": meta.get("render", 1), "source": str(root)})
+                     | {"render": meta.get("render", 1), "style": style, "source": str(root)})

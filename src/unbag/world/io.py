@@ -1,5 +1,9 @@
 """The ctrl benchmark on disk: build it (deterministic bytes) and describe its format.
 
+Two styles: `flat` (format version 1, below; today's default) and `3d` (version 2: CLEVR scenes,
+swap3d.py; meta.json adds "style": "3d", objects add "xyz", "angle", "visible_px", items add
+"scenes" (camera and lights) and "masks": per image a PNG of object index + 1 per pixel, in masks/).
+
 Layout of DIR (format "unbag-ctrl", version 1; see docs/ctrl-format.md):
   meta.json     {"format", "version", "render", "seed", "size", "per_category", "categories",
                  "splits", "held_out"}
@@ -26,6 +30,8 @@ from .scene import HELD_OUT
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
 
 FORMAT, VERSION = "unbag-ctrl", 1
+VERSION_3D = 2
+STYLES = ("flat", "3d")
 
 
 def png_bytes(arr: np.ndarray) -> bytes:
@@ -61,13 +67,19 @@ def generate(seed: int, per_category: int, categories: list[str] | None = None):
 
 
 def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: int = 64,
-          categories: list[str] | None = None, progress: bool = True, overwrite: bool = False) -> Path:
-    """Write the benchmark to `out` atomically (a failed build leaves nothing behind)."""
+          categories: list[str] | None = None, progress: bool = True, overwrite: bool = False,
+          style: str = "flat", procs: int = 1) -> Path:
+    """Write the benchmark to `out` atomically (a failed build leaves nothing behind); `style` 3d
+    renders CLEVR scenes over `procs` processes (the same bytes for any number)."""
+    from ..errors import UnbagError
     categories = list(categories or CATEGORIES)
     for c in categories:
         if c not in CATEGORIES:
-            from ..errors import UnbagError
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
+    if style not in STYLES:
+        raise UnbagError(f"--style {style!r}: one of {', '.join(STYLES)}")
+    if style == "3d":
+        return build3d(out, seed, per_category, px, categories, progress, overwrite, procs)
     total = len(SPLITS) * len(categories) * per_category
     with atomic_dir(out, "world build", overwrite) as tmp:
         (tmp / "images").mkdir()
@@ -83,4 +95,78 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
         (tmp / "items.jsonl").write_text("\n".join(lines) + "\n")
         (tmp / "meta.json").write_text(json.dumps(meta_record(seed, px, per_category, categories),
                                                   indent=2) + "\n")
+    return Path(out)
+
+
+# -- the 3D style (format version 2) ------------------------------------------------------------
+
+def item3d_record(item, image_paths: list[str], mask_paths: list[str]) -> dict:
+    """The items.jsonl record of a 3D SWAP item (format version 2)."""
+    from .swap3d import object_records, scene_record
+    return {"id": item.id, "split": item.split, "category": item.category, "images": image_paths,
+            "masks": mask_paths, "captions": item.captions, "segments": item.segments,
+            "objects": [object_records(s, m) for s, m in zip(item.scenes, item.instances)],
+            "scenes": [scene_record(s) for s in item.scenes], "held_out": item.held_out()}
+
+
+def meta3d_record(seed: int, px: int, per_category: int, categories: list[str]) -> dict:
+    from .render3d import RENDER_VERSION as RENDER3D
+    from .swap3d import HELD_OUT as HELD_OUT3D
+    return {"format": FORMAT, "version": VERSION_3D, "style": "3d", "render": RENDER3D, "seed": seed, "size": px,
+            "per_category": per_category, "categories": categories, "splits": list(SPLITS),
+            "held_out": {k: sorted(f"{a} {b}" for a, b in v) for k, v in HELD_OUT3D.items()}}
+
+
+def mask_png(inst: np.ndarray) -> bytes:
+    """An instance map (object index + 1, 0 for the floor) as an 8-bit greyscale PNG."""
+    buf = io.BytesIO()
+    Image.fromarray(inst.astype(np.uint8), mode="L").save(buf, format="PNG", optimize=False, compress_level=6)
+    return buf.getvalue()
+
+
+def render_item3d(job: tuple[int, str, str, int, int]):
+    """(item, [image PNG bytes], [mask PNG bytes]) of one 3D item, rendered on one torch thread
+    (a thread count changes how torch sums, so every build uses one per process)."""
+    import torch
+
+    from .render3d import render as render3d
+    from .swap3d import build_item as build3d_item
+    seed, split, cat, index, px = job
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        item = build3d_item(seed, split, cat, index, px)
+        return item, [png_bytes(render3d(s, px)[0]) for s in item.scenes], [mask_png(m) for m in item.instances]
+    finally:
+        torch.set_num_threads(before)
+
+
+def items3d(seed: int, per_category: int, px: int, categories: list[str], procs: int = 1):
+    """Yield (item, image PNGs, mask PNGs) in file order, rendered over `procs` processes."""
+    jobs = [(seed, split, cat, i, px) for split in SPLITS for cat in categories for i in range(per_category)]
+    if procs <= 1:
+        yield from map(render_item3d, jobs)
+        return
+    from multiprocessing import get_context
+    with get_context("spawn").Pool(procs) as pool:
+        yield from pool.imap(render_item3d, jobs, chunksize=4)
+
+
+def build3d(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,
+            procs: int = 1) -> Path:
+    """The 3D style of `build` (format version 2)."""
+    total = len(SPLITS) * len(categories) * per_category
+    with atomic_dir(out, "world build", overwrite) as tmp:
+        (tmp / "images").mkdir()
+        (tmp / "masks").mkdir()
+        lines = []
+        for item, images, masks in track(items3d(seed, per_category, px, categories, procs), total=total,
+                                         description="world build (3d)", disable=not progress):
+            paths = [f"images/{item.id}_{k}.png" for k in range(2)]
+            mpaths = [f"masks/{item.id}_{k}.png" for k in range(2)]
+            for rel, data in zip(paths + mpaths, images + masks):
+                (tmp / rel).write_bytes(data)
+            lines.append(json.dumps(item3d_record(item, paths, mpaths)))
+        (tmp / "items.jsonl").write_text("\n".join(lines) + "\n")
+        (tmp / "meta.json").write_text(json.dumps(meta3d_record(seed, px, per_category, categories), indent=2) + "\n")
     return Path(out)

@@ -13,13 +13,14 @@ from ..utils import atomic_write
 THUMB, TEXT_W, PAD = 128, 560, 8
 
 
-def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed: int = 0) -> Path:
-    """Draw `n` items per split x category: image 0, image 1, then id, held-out combos, captions."""
+def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed: int = 0, style: str = "flat") -> Path:
+    """Draw `n` items per split x category: image 0, image 1, then id, held-out combos, captions
+    (`style` picks the world of the generated `ctrl`)."""
     from ..benchmarks import load, load_image
 
     if bench == "ctrl":
-        from ..benchmarks.ctrl import generated
-        b = generated(seed=seed, per_category=n)
+        from ..benchmarks.ctrl import generated, generated3d
+        b = generated3d(seed=seed, per_category=n) if style == "3d" else generated(seed=seed, per_category=n)
     else:
         b = load(bench)
     chosen, per = [], {}
