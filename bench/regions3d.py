@@ -1,9 +1,11 @@
-"""SGI's region sources on CLEVR-style 3D scenes (world/scene3d.py), measured in one run: recall of
-visible objects (a single-box region with IoU >= 0.5 against the box of the object's visible
-pixels), regions per image (unions included), and milliseconds per image; by number of objects
-and by occlusion (an object more than 10% hidden by another).
+"""SGI's region sources on CLEVR-style 3D scenes, measured in one run: recall of visible objects (a
+single-box region with IoU >= 0.5 against the box of the object's visible pixels), regions per
+image (unions included), and milliseconds per image; by number of objects and by occlusion (an
+object more than 10% hidden by another). On placed scenes of 3-6 objects (world/scene3d.py), or
+on the images of a built 3D benchmark (`unbag world build --style 3d`) with --bench DIR.
 
     .venv/bin/python bench/regions3d.py --scenes 100 --px 64
+    .venv/bin/python bench/regions3d.py --bench /tmp/ctrl3d
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 from unbag.sgi.regions import RegionConfig, iou, regions_for
 from unbag.world.render3d import Scene3D, instances, visible
 from unbag.world.scene3d import place, random_object
+from unbag.world.swap3d import hidden_share, scene_from_record
 
 SOURCES = ("blobs", "blobs+groups", "proposals", "selective", "grid", "chroma", "chroma+groups")
 
@@ -33,16 +36,35 @@ def scenes(n: int, px: int, seed: int):
     return out
 
 
+def built(root: str, limit: int):
+    """(picture, visible boxes, occluded flags) of the images of a built 3D benchmark."""
+    import json
+    from pathlib import Path
+
+    from PIL import Image
+    out = []
+    for line in (Path(root) / "items.jsonl").read_text().splitlines()[:limit]:
+        rec = json.loads(line)
+        for k in range(2):
+            inst = np.asarray(Image.open(Path(root) / rec["masks"][k])).astype(np.int32)
+            scene = scene_from_record(rec["objects"][k], rec["scenes"][k])
+            img = np.asarray(Image.open(Path(root) / rec["images"][k]).convert("RGB"))
+            out.append((img, [o["box"] for o in rec["objects"][k]], [h > 0.1 for h in hidden_share(scene, inst)]))
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--scenes", type=int, default=100)
     p.add_argument("--px", type=int, default=64)
     p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--bench", help="a built 3D benchmark folder (its first --scenes items, both images)")
     a = p.parse_args()
-    data = scenes(a.scenes, a.px, a.seed)
-    print(f"{a.scenes} scenes at {a.px} px, {sum(len(b) for _, b, _ in data)} objects, "
+    data = built(a.bench, a.scenes) if a.bench else scenes(a.scenes, a.px, a.seed)
+    print(f"{len(data)} {'images' if a.bench else 'scenes'} at {len(data[0][0])} px, "
+          f"{sum(len(b) for _, b, _ in data)} objects, "
           f"{sum(sum(o) for _, _, o in data)} of them occluded > 10%")
-    print(f"{'source':14s} {'recall':>7s} {'occluded':>9s} {'3-4 obj':>8s} {'5-6 obj':>8s} {'regions':>8s} {'ms/img':>7s}")
+    print(f"{'source':14s} {'recall':>7s} {'occluded':>9s} {'2-3 obj':>8s} {'4-6 obj':>8s} {'regions':>8s} {'ms/img':>7s}")
     for source in SOURCES:
         cfg = RegionConfig.parse(source)
         found, per, t = defaultdict(list), [], time.perf_counter()
@@ -54,10 +76,10 @@ def main() -> None:
                 hit = any(iou(box, s) >= 0.5 for s in singles)
                 found["all"].append(hit)
                 found["occluded" if o else "clear"].append(hit)
-                found["3-4" if len(boxes) <= 4 else "5-6"].append(hit)
+                found["2-3" if len(boxes) <= 3 else "4-6"].append(hit)
         ms = 1000 * (time.perf_counter() - t) / len(data)
         r = {k: 100 * np.mean(v) if v else float("nan") for k, v in found.items()}
-        print(f"{source:14s} {r['all']:7.1f} {r.get('occluded', float('nan')):9.1f} {r['3-4']:8.1f} {r['5-6']:8.1f} "
+        print(f"{source:14s} {r['all']:7.1f} {r.get('occluded', float('nan')):9.1f} {r.get('2-3', float('nan')):8.1f} {r.get('4-6', float('nan')):8.1f} "
               f"{np.mean(per):8.1f} {ms:7.1f}")
 
 

@@ -162,14 +162,17 @@ def blob_boxes(img: np.ndarray, pad: int = 1, min_area_frac: float = 0.004,
 
 
 def chroma_boxes(img: np.ndarray, palette: dict[str, tuple[int, int, int]] | None = None, chroma: float = 30.0,
-                 contrast: float = 30.0, darker: float = 1.5, min_area: int = 4) -> list[list[int]]:
+                 contrast: float = 30.0, darker: float = 1.5, min_area: int = 4, split: int = 3) -> list[list[int]]:
     """Boxes of the objects of a scene on a grey floor: pixels of clear colour (max - min channel
     above `chroma`) are given the nearest palette colour by chromaticity, so shading and shadows do
     not split an object and touching objects of two colours stay apart; colourless pixels whose
     brightness stands out from their row's median (the floor, by far the most common thing in a
     row) by `contrast` (`darker` times as much below: shadows are darker floor) join the palette's grey. Each
     class's mask is closed with a 2x2 element (a metal object's reflections break it up) and its
-    connected components become boxes. The palette defaults to CLEVR's colours."""
+    connected components become boxes. Objects of one colour that touch or overlap in the picture
+    make one component: a component of 20 pixels or more is also cut by a watershed of its distance
+    transform, seeded at maxima at least `split` pixels apart (0: no cut), and each piece's box is
+    added beside the whole's. The palette defaults to CLEVR's colours."""
     from scipy import ndimage
 
     from ..world.render3d import CLEVR_COLORS
@@ -188,10 +191,37 @@ def chroma_boxes(img: np.ndarray, palette: dict[str, tuple[int, int, int]] | Non
     for k, name in enumerate(names):
         mask = (cls == k) | grey if name in ("gray", "grey") else cls == k
         mask = mask | ndimage.binary_closing(mask, structure=np.ones((2, 2)))
-        for ys, xs in filter(None, ndimage.find_objects(ndimage.label(mask)[0])):
+        lab = ndimage.label(mask)[0]
+        for i, sl in enumerate(ndimage.find_objects(lab), 1):
+            if sl is None:
+                continue
+            ys, xs = sl
             if (ys.stop - ys.start) * (xs.stop - xs.start) >= min_area:
                 out.append([xs.start, ys.start, xs.stop, ys.stop])
+            if split:
+                out += [[xs.start + b[0], ys.start + b[1], xs.start + b[2], ys.start + b[3]]
+                        for b in _watershed_pieces(lab[sl] == i, split)]
     return [list(b) for b in dict.fromkeys(tuple(b) for b in out)]
+
+
+def _watershed_pieces(comp: np.ndarray, min_distance: int, min_px: int = 20) -> list[list[int]]:
+    """Boxes of the pieces a watershed of the distance transform cuts a component into (none when
+    it is small or has one centre)."""
+    from scipy import ndimage
+    from skimage.feature import peak_local_max
+    from skimage.segmentation import watershed
+
+    if comp.sum() < min_px:
+        return []
+    dist = ndimage.distance_transform_edt(comp)
+    peaks = peak_local_max(dist, min_distance=min_distance, threshold_abs=1.0, labels=comp.astype(int),
+                           exclude_border=False)
+    if len(peaks) < 2:
+        return []
+    markers = np.zeros(comp.shape, int)
+    markers[tuple(peaks.T)] = np.arange(1, len(peaks) + 1)
+    pieces = ndimage.find_objects(watershed(-dist, markers, mask=comp))
+    return [[xs.start, ys.start, xs.stop, ys.stop] for ys, xs in filter(None, pieces)]
 
 
 def _area(b) -> int:

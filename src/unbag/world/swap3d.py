@@ -228,3 +228,23 @@ def scene_record(scene: Scene3D) -> dict:
     """Camera and lights of a scene, so it can be rendered again."""
     return {"camera": [round(c, 6) for c in scene.camera.position],
             "lights": [[round(c, 6) for c in lt.position] + [lt.intensity] for lt in scene.lights]}
+
+
+def scene_from_record(objects: list[dict], scene: dict) -> Scene3D:
+    """The Scene3D a format-2 record describes (its objects, camera and lights)."""
+    from .render3d import Camera, Light
+    objs = tuple(Obj3D(o["shape"], o["color"], o["size"], o["material"], o["xyz"][0], o["xyz"][1], o["angle"])
+                 for o in objects)
+    return Scene3D(objs, Camera(tuple(scene["camera"])),
+                   tuple(Light(tuple(lt[:3]), lt[3]) for lt in scene["lights"]))
+
+
+def hidden_share(scene: Scene3D, inst: np.ndarray) -> list[float]:
+    """Per object, the share of its pixels that others hide (0: fully in view), from its
+    instance map in the scene and alone."""
+    px = inst.shape[0]
+    out = []
+    for k, o in enumerate(scene.objects, 1):
+        alone = int((instances(Scene3D((o,), scene.camera, scene.lights), px) == 1).sum())
+        out.append(1 - int((inst == k).sum()) / alone if alone else 0.0)
+    return out
