@@ -77,6 +77,14 @@ def _world_build(a: argparse.Namespace) -> None:
     print(f"benchmark written to {out}")
 
 
+def _world_pool(a: argparse.Namespace) -> None:
+    from .world.pool3d import build_pool
+
+    out = build_pool(a.out, data=a.data, seed=a.seed, n=a.n, px=a.size, procs=a.procs, progress=not a.quiet,
+                     overwrite=a.overwrite)
+    print(f"pool written to {out} (train on it with --data pool:{out})")
+
+
 def _world_show(a: argparse.Namespace) -> None:
     from .world.sheet import contact_sheet
 
@@ -217,6 +225,17 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true")
     _add_overwrite(b)
     b.set_defaults(fn=_world_build)
+    pl = w.add_parser("pool", help="render a 3D training stream once, for --data pool:DIR")
+    pl.add_argument("--out", required=True)
+    pl.add_argument("--data", default="world3d:finetuning", help="world3d:finetuning | world3d:pretraining | "
+                    "world3d:pretraining-web")
+    pl.add_argument("--seed", type=int, default=0, help="the stream's seed")
+    pl.add_argument("--n", type=int, default=4096, help="samples (each with its twin when it has one)")
+    pl.add_argument("--size", type=int, default=64, help="image side in pixels (the model's input size)")
+    pl.add_argument("--procs", type=int, default=max(1, min(os.cpu_count() or 1, 8)), help="rendering processes")
+    pl.add_argument("--quiet", action="store_true")
+    _add_overwrite(pl)
+    pl.set_defaults(fn=_world_pool)
     s = w.add_parser("show", help="draw a labelled contact sheet of SWAP items")
     s.add_argument("--out", required=True, help="PNG file")
     s.add_argument("--bench", default="ctrl", help="ctrl or ctrl:DIR")

@@ -9,7 +9,8 @@ Every negative passes `differs`: its sequence of meaning-bearing words differs f
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from dataclasses import replace
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -136,7 +137,20 @@ class RuleGenerator:
 
 
 class WorldGenerator:
-    """Exact typed negatives for a ctrl scene described by a caption form."""
+    """Exact typed negatives for a world scene described by a caption form, in a world's vocabulary
+    (the flat world's by default; `for_3d()`: the 3D world's)."""
+
+    def __init__(self, values: dict | None = None, shapes: tuple[str, ...] = SHAPES,
+                 held_out: Callable[[object], list] = lambda o: o.held_out()):
+        self.values = values or {"size": SIZES, "color": tuple(COLORS), "material": MATERIALS}
+        self.shapes, self.held_out = shapes, held_out
+
+    @classmethod
+    def for_3d(cls) -> "WorldGenerator":
+        from ..world.scene3d import SHAPES3D
+        from ..world.swap3d import VALUES, held_out
+        return cls({"size": VALUES["size"], "color": VALUES["color"], "material": VALUES["material"]}, SHAPES3D,
+                   held_out)
 
     def candidates(self, objs: list[Obj], form: cap.Form) -> dict[str, list[str]]:
         units = [list(g) for g in form.order] if form.kind == "count" else \
@@ -144,13 +158,13 @@ class WorldGenerator:
         out: dict[str, list[str]] = {t: [] for t in TYPES}
 
         def emit(kind: str, new: list[Obj], f: cap.Form = form) -> None:
-            if not any(o.held_out() for o in new):  # negatives never name a held-out pair either
+            if not any(self.held_out(o) for o in new):  # negatives never name a held-out pair either
                 out[kind].append(cap.apply(f, new)[0])
 
         def edit(unit, **kw):
             new = list(objs)
             for i in unit:
-                new[i] = objs[i].with_(**kw)
+                new[i] = replace(objs[i], **kw)
             return new
         for a in range(len(units)):
             for b in range(a + 1, len(units)):
@@ -160,14 +174,14 @@ class WorldGenerator:
                 for attr in ATTRIBUTES:
                     if getattr(oa, attr) != getattr(ob, attr):
                         emit("swap_adjectives", _edit2(objs, units[a], units[b], attr))
-        values = {"size": SIZES, "color": tuple(COLORS), "material": MATERIALS}
+        values = self.values
         for u in units:
             o = objs[u[0]]
             for attr, vals in values.items():
                 for v in vals:
                     if v != getattr(o, attr):
                         emit("replace_adjectives", edit(u, **{attr: v}))
-            for s in SHAPES:
+            for s in self.shapes:
                 if s != o.shape:
                     emit("replace_nouns", edit(u, shape=s))
         if form.kind == "relation":
@@ -191,7 +205,7 @@ def _edit2(objs: list[Obj], ua: list[int], ub: list[int], attr: str) -> list[Obj
     va, vb = getattr(objs[ua[0]], attr), getattr(objs[ub[0]], attr)
     new = list(objs)
     for i in ua:
-        new[i] = objs[i].with_(**{attr: vb})
+        new[i] = replace(objs[i], **{attr: vb})
     for i in ub:
-        new[i] = objs[i].with_(**{attr: va})
+        new[i] = replace(objs[i], **{attr: va})
     return new

@@ -76,22 +76,40 @@ def concat_pair(a: np.ndarray | Image.Image, b: np.ndarray | Image.Image, px: in
 
 # -- sources -----------------------------------------------------------------------------------
 class WorldSource:
-    """A ctrl stream: sample k, its further descriptions (other caption forms) and its twin."""
+    """A world stream (flat `world:`, or 3D `world3d:`): sample k, its further descriptions (other
+    caption forms) and its twin."""
 
-    def __init__(self, seed: int, px: int, dist: str = stream.DEFAULT):
-        self.seed, self.px, self.dist = seed, px, stream.distribution(dist)
+    def __init__(self, seed: int, px: int, dist: str = stream.DEFAULT, style: str = "flat", pool: str | None = None):
+        self.seed, self.px, self.style = seed, px, style
+        if pool is not None:  # a rendered 3D pool (world/pool3d.py)
+            from ..world.pool3d import PoolStream
+            self.streams, self.style, self.dist = PoolStream(pool, seed), "3d", None
+            if self.streams.meta["size"] != px:
+                raise UnbagError(f"pool:{pool}: rendered at {self.streams.meta['size']} px, the model takes {px} px")
+        elif style == "3d":
+            from ..world import stream3d
+            self.dist, self.streams = stream3d.distribution3d(dist), stream3d
+        else:
+            self.dist, self.streams = stream.distribution(dist), stream
+
+    def _describe(self, s, rng: np.random.Generator) -> str:
+        if self.style != "3d":
+            return cap.describe(s.scene.objects, rng)[0]
+        from ..world.stream3d import describe
+        return describe(s.scene, rng)
 
     def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
-        s = stream.sample(self.seed, k, self.px, self.dist)
+        s = self.streams.sample(self.seed, k, self.px, self.dist)
         caps = [s.caption]
         if extra:
             rng = np.random.default_rng([self.seed, 10, k])
-            caps += [cap.describe(s.scene.objects, rng)[0] for _ in range(extra)]
-        t = stream.twin(self.seed, k, self.px, s, self.dist) if twins else None
+            caps += [self._describe(s, rng) for _ in range(extra)]
+        t = self.streams.twin(self.seed, k, self.px, s, self.dist) if twins else None
         negs = None
         if typed:
             rng = np.random.default_rng([self.seed, 13, k])
-            negs = [n for _, n in WorldGenerator().generate_for(s.scene.objects, s.form, typed, rng)]
+            gen = WorldGenerator.for_3d() if self.style == "3d" else WorldGenerator()
+            negs = [n for _, n in gen.generate_for(list(s.scene.objects), s.form, typed, rng)]
         return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs)
 
     def partner(self, k: int, rng: np.random.Generator, extra: int) -> Record:
@@ -281,7 +299,9 @@ class TrainBatches(IterableDataset):
     def _source(self):
         kind = source_kind(self.data)
         if kind == "world":
-            return WorldSource(self.seed, self.px, world_distribution(self.data))
+            if self.data.startswith("pool:"):
+                return WorldSource(self.seed, self.px, pool=self.data[len("pool:"):])
+            return WorldSource(self.seed, self.px, world_distribution(self.data), world_style(self.data))
         if kind == "degla":
             return DeGLASource(self.data[len("degla:"):], self.seed)
         return FileSource.from_spec(self.data, self.seed)
@@ -367,19 +387,32 @@ class TrainBatches(IterableDataset):
         return out
 
 
+def world_style(data: str) -> str:
+    """flat for world[:DIST] (and ctrl), 3d for world3d[:DIST]."""
+    return "3d" if data.partition(":")[0] == "world3d" else "flat"
+
+
 def world_distribution(data: str) -> str:
-    """The distribution a world spec names: world (= world:finetuning), world:pretraining, ..."""
-    _, _, name = data.partition(":")
+    """The distribution a world spec names: world (= world:finetuning), world:pretraining,
+    world3d:finetuning, ..."""
+    prefix, _, name = data.partition(":")
     name = name or stream.DEFAULT
-    if name not in stream.DISTRIBUTIONS:
+    names = stream.DISTRIBUTIONS
+    if prefix == "world3d":
+        from ..world.stream3d import NAMES as names
+    if name not in names:
         raise UnbagError(f"unknown world distribution in {data!r}; use "
-                         + ", ".join(f"world:{d}" for d in stream.DISTRIBUTIONS))
+                         + ", ".join(f"{prefix}:{d}" for d in names))
     return name
 
 
 def source_kind(data: str) -> str:
-    if data in ("world", "ctrl") or data.startswith("world:"):
+    if data in ("world", "world3d", "ctrl") or data.startswith(("world:", "world3d:")):
         world_distribution(data)
+        return "world"
+    if data.startswith("pool:"):
+        from ..world.pool3d import read_meta
+        read_meta(data[len("pool:"):])
         return "world"
     if data.startswith("wds:"):
         return "wds"
@@ -387,8 +420,8 @@ def source_kind(data: str) -> str:
         return "degla"
     if data.startswith(("csv:", "jsonl:")) or data.endswith((".csv", ".jsonl")):
         return "file"
-    raise UnbagError(f"unknown training data {data!r}; use world, csv:PATH, jsonl:PATH, wds:URLS "
-                     "or degla:FILE[:IMAGE_DIR]")
+    raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "
+                     "jsonl:PATH, wds:URLS or degla:FILE[:IMAGE_DIR]")
 
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,

@@ -106,15 +106,16 @@ class Form:
     named: tuple[str, ...] = NAMED  # the attributes its phrases name
 
 
-def choose_form(objs: list[Obj], rng: np.random.Generator, templates: tuple[str, ...] = TEMPLATES) -> Form:
-    """A random caption form for a training scene: relation form when it clearly holds, count form
-    when identical objects repeat, list form otherwise."""
+def choose_form(objs: list[Obj], rng: np.random.Generator, templates: tuple[str, ...] = TEMPLATES,
+                relations: tuple[str, ...] = RELATIONS, holds=relation_holds) -> Form:
+    """A random caption form for a training scene: relation form when it clearly holds (`holds(a,
+    rel, b)`, over `relations`), count form when identical objects repeat, list form otherwise."""
     template = str(rng.choice(templates))
     groups = groups_of(objs)
     if len(objs) == 2 and len(groups) == 2 and rng.random() < 0.5:
-        for rel in rng.permutation(RELATIONS):
+        for rel in rng.permutation(relations):
             i, j = (0, 1) if rng.random() < 0.5 else (1, 0)
-            if relation_holds(objs[i], str(rel), objs[j]):
+            if holds(objs[i], str(rel), objs[j]):
                 return Form("relation", template, (i, str(rel), j))
     if len(groups) < len(objs) or rng.random() < 0.2:
         return Form("count", template, tuple(tuple(groups[k]) for k in rng.permutation(len(groups))))

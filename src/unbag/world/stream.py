@@ -17,7 +17,7 @@ data an uninterrupted run would, and ranks/workers can split the index range wit
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -131,12 +131,13 @@ def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = DEFAU
     return Sample(render(scene, px), text, segs, scene, form)
 
 
-def _swaps(objs: list[Obj], form: cap.Form):
-    """Every binding swap of a scene under its caption form: (category, objects, form)."""
+def _swaps(objs: list, form: cap.Form):
+    """Every binding swap of a scene under its caption form: (category, objects, form); objects of
+    either world (flat `Obj`, 3D `Obj3D`)."""
     if form.kind == "relation":
         i, rel, j = form.order
         moved = list(objs)
-        moved[i], moved[j] = objs[i].with_(x=objs[j].x, y=objs[j].y), objs[j].with_(x=objs[i].x, y=objs[i].y)
+        moved[i], moved[j] = replace(objs[i], x=objs[j].x, y=objs[j].y), replace(objs[j], x=objs[i].x, y=objs[i].y)
         yield "relation", moved, cap.Form("relation", form.template, (j, rel, i))  # "B rel A"
     if form.kind == "count":
         if len(form.order) == 2 and len(form.order[0]) != len(form.order[1]):
@@ -152,7 +153,7 @@ def _swaps(objs: list[Obj], form: cap.Form):
                 x, y = getattr(objs[i], attr), getattr(objs[j], attr)
                 if x != y:
                     out = list(objs)
-                    out[i], out[j] = objs[i].with_(**{attr: y}), objs[j].with_(**{attr: x})
+                    out[i], out[j] = replace(objs[i], **{attr: y}), replace(objs[j], **{attr: x})
                     yield attr, out, form
 
 

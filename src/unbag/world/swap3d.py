@@ -95,7 +95,7 @@ def random_obj(rng: np.random.Generator, shape: str, allow_held_out: bool, **fix
     raise ValueError(f"no seen combination satisfies shape={shape} {fixed}")
 
 
-def _positions(rng, objs: list[Obj3D], fixed: list[Obj3D], left, front, as_large: bool) -> list[Obj3D] | None:
+def positions(rng, objs: list[Obj3D], fixed: list[Obj3D], left, front, as_large: bool) -> list[Obj3D] | None:
     """`objs` at CLEVR positions around the already placed `fixed`, each probed as large when
     `as_large` (so its size can later be swapped), or None."""
     out: list[Obj3D] = []
@@ -130,7 +130,7 @@ def _attribute_item(rng, category: str, cam, lights, px: int):
     a = random_obj(rng, a_shape, allow_held_out=True, **{category: x})
     b = replace(a, shape=b_shape, **{category: y})
     left, front = cam.ground_axes()
-    objs = _positions(rng, [a, b] + _distractors(rng, [a_shape, b_shape]), [], left, front, as_large=True)
+    objs = positions(rng, [a, b] + _distractors(rng, [a_shape, b_shape]), [], left, front, as_large=True)
     if objs is None:
         return None
     pa, pb, rest = objs[0], objs[1], objs[2:]
@@ -148,12 +148,12 @@ def _count_item(rng, cam, lights, px: int):
     x, y = COUNT_PAIRS[rng.integers(len(COUNT_PAIRS))]
     template = str(rng.choice(cap.TEMPLATES))
     left, front = cam.ground_axes()
-    rest = _positions(rng, _distractors(rng, [a_shape, b_shape]), [], left, front, as_large=False)
+    rest = positions(rng, _distractors(rng, [a_shape, b_shape]), [], left, front, as_large=False)
     if rest is None:
         return None
     scenes, texts = [], []
     for na, nb in ((x, y), (y, x)):
-        objs = _positions(rng, [a] * na + [b] * nb, rest, left, front, as_large=False)
+        objs = positions(rng, [a] * na + [b] * nb, rest, left, front, as_large=False)
         if objs is None:
             return None
         scenes.append(Scene3D(tuple(objs + rest), cam, lights))
@@ -170,7 +170,7 @@ def _relation_item(rng, cam, lights, px: int):
     left, front = cam.ground_axes()
     extra = _distractors(rng, [a_shape, b_shape])
     for _ in range(TRIES):
-        objs = _positions(rng, [a, b] + extra, [], left, front, as_large=True)
+        objs = positions(rng, [a, b] + extra, [], left, front, as_large=True)
         if objs and relation_holds(objs[0], rel, objs[1], left, front):
             break
     else:

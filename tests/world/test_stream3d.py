@@ -1,0 +1,103 @@
+"""The 3D training streams (world3d:DIST) and their rendered pool (pool:DIR)."""
+import json
+
+import numpy as np
+import pytest
+
+from unbag.errors import UnbagError
+from unbag.world import stream3d, swap3d
+from unbag.world.pool3d import PoolStream, build_pool, read_meta
+from unbag.world.render3d import instances
+from unbag.world.scene3d import min_visible
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return [(k, stream3d.sample(2, k, 64, "finetuning")) for k in range(24)]
+
+
+def test_samples_are_deterministic_and_inside_their_distribution(samples):
+    k, s = samples[5]
+    again = stream3d.sample(2, k, 64, "finetuning")
+    assert again.image.tobytes() == s.image.tobytes() and again.caption == s.caption
+    for _, s in samples:
+        assert not any(swap3d.held_out(o) for o in s.scene.objects)  # finetuning: never a held-out pair
+        counts = np.bincount(instances(s.scene, 64).ravel(), minlength=len(s.scene.objects) + 1)[1:]
+        assert (counts >= min_visible(64)).all()
+        if s.form.kind == "relation":
+            i, rel, j = s.form.order
+            left, front = s.scene.camera.ground_axes()
+            assert rel in swap3d.RELATIONS3D
+            assert swap3d.relation_holds(s.scene.objects[i], rel, s.scene.objects[j], left, front)
+    pre = [stream3d.sample(2, k, 64, "pretraining") for k in range(60)]
+    assert any(swap3d.held_out(o) for s in pre for o in s.scene.objects)  # pretraining: every combination
+    with pytest.raises(ValueError, match="no 3D stream"):
+        stream3d.sample(2, 0, 64, "pretraining-siblings")
+
+
+def test_twins_swap_one_binding_under_the_same_camera(samples):
+    found = 0
+    for k, s in samples:
+        t = stream3d.twin(2, k, 64, s, "finetuning")
+        if t is None:
+            continue
+        found += 1
+        assert t.caption != s.caption and t.category in swap3d.CATEGORIES
+        assert t.scene.camera == s.scene.camera and t.scene.lights == s.scene.lights
+        assert not any(swap3d.held_out(o) for o in t.scene.objects)
+        assert sorted(o.shape for o in t.scene.objects) == sorted(o.shape for o in s.scene.objects)
+    assert found >= 5
+
+
+def test_typed_negatives_speak_the_3d_vocabulary(samples):
+    from unbag.negatives.typed import WorldGenerator
+    gen = WorldGenerator.for_3d()
+    _, s = next((k, s) for k, s in samples if len(s.scene.objects) >= 2)
+    negs = gen.generate_for(list(s.scene.objects), s.form, 6, np.random.default_rng(0))
+    words = {w for _, n in negs for w in n.replace(",", " ").split()}
+    assert negs and not words & {"cone", "cones", "star", "stars", "orange"}  # the flat world's words
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    return build_pool(tmp_path_factory.mktemp("pool") / "p", seed=2, n=20, progress=False)
+
+
+def test_pool_holds_the_streams_own_samples_in_a_seeded_order(pool):
+    meta = read_meta(pool)
+    assert meta["n"] == 20 and meta["dist"] == "finetuning" and meta["render"] == 3
+    ps = PoolStream(pool, run_seed=9)
+    seen = []
+    for k in range(20):  # one epoch: every pool sample once
+        got = ps.sample(0, k, 64)
+        i = next(i for i in range(20) if stream3d.sample(2, i, 64, "finetuning").caption == got.caption
+                 and stream3d.sample(2, i, 64, "finetuning").image.tobytes() == got.image.tobytes())
+        seen.append(i)
+        t, want = ps.twin(0, k, 64), stream3d.twin(2, i, 64, None, "finetuning")
+        assert (t is None) == (want is None)
+        if t is not None:
+            assert t.caption == want.caption and t.image.tobytes() == want.image.tobytes()
+    assert sorted(seen) == list(range(20)) and seen != list(range(20))
+    assert [PoolStream(pool, 9).sample(0, k, 64).caption for k in range(3)] == \
+        [ps.sample(0, k, 64).caption for k in range(3)]
+
+
+def test_pool_refuses_other_pixels(pool, tmp_path):
+    import shutil
+    other = tmp_path / "old"
+    shutil.copytree(pool, other)
+    meta = json.loads((other / "meta.json").read_text())
+    (other / "meta.json").write_text(json.dumps({**meta, "render": 2}))
+    with pytest.raises(UnbagError, match="render version 2.*build the pool again"):
+        read_meta(other)
+    with pytest.raises(UnbagError, match="a pool renders a 3D stream"):
+        build_pool(tmp_path / "x", data="world:finetuning", n=2, progress=False)
+
+
+@pytest.mark.parametrize("data", ["pool", "world3d:finetuning"])
+def test_training_reads_the_3d_stream_and_its_pool(pool, tmp_path, data):
+    from unbag.cli import main
+    spec = f"pool:{pool}" if data == "pool" else data
+    assert main(["train", "--method", "negclip", "--model", "builtin", "--data", spec, "--steps", "2",
+                 "--batch-size", "4", "--workers", "0", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert (tmp_path / "run" / "model").is_dir()
