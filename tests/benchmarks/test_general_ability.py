@@ -201,3 +201,10 @@ def test_numbers_match_clip_benchmarks_own_evaluate(imagefolder_dir, clip_benchm
         # CLIP_benchmark's "text retrieval" is image-to-text
         assert ours[f"all/retrieval/i2t/R@{k}"] == pytest.approx(theirs[f"text_retrieval_recall@{k}"], abs=1e-6)
         assert ours[f"all/retrieval/t2i/R@{k}"] == pytest.approx(theirs[f"image_retrieval_recall@{k}"], abs=1e-6)
+
+
+def test_numbered_class_folders_without_names_are_warned_about(tmp_path):
+    from unbag.errors import UnbagWarning
+    with pytest.warns(UnbagWarning, match="folder numbers and no class names"):
+        b = benchmarks.load(f"imagefolder:{_named(tmp_path, 'mine', ['0', '1'])}")
+    assert b.classes == ["0", "1"]

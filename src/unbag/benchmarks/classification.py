@@ -113,6 +113,9 @@ def names_and_templates(root: Path, folders: list[str], dataset: str | None = No
         # ImageNet's WordNet ids sort into its label order; numbered folders name their label
         names = b_names if wnids else [b_names[int(f)] for f in folders]
         source = b_source
+    elif all(f.isdigit() for f in folders):
+        warn(f"{root}: the classes are folder numbers and no class names were found (classnames.txt, or a "
+             "standard dataset named as imagefolder:DIR:DATASET): prompts will name the numbers")
     file = next((root / f for f in TEMPLATE_FILES if (root / f).is_file()), None)
     if file is not None:
         templates = tuple(check_template(t, f"{file}:{n}") for n, t in _lines(file))
