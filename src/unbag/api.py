@@ -107,10 +107,10 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
           **options: Any) -> "torch.Tensor":
     """Scores [len(images), len(captions)] of every image against every caption under `protocol`
     (`global`, `sgi`, `sgi:paper`, `head:PATH`, `head:builtin:KIND`); SGI options as keywords."""
-    from . import scoring
+    from . import protocols
     backend = _backend(model)
-    protocol = scoring.resolve(protocol, backend.spec)
-    fn, _ = scoring.build(protocol, options)
+    protocol = protocols.resolve(protocol, backend.spec)
+    fn, _ = protocols.build(protocol, options)
     at_least("batch_size", batch_size)
     bench = _pairs(images, captions, "unbag.score")
     from .evaluation import finite
@@ -137,7 +137,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, ca
     A free image takes the photo benchmarks' regions (`selective`, one view), as `unbag eval` on
     photos does; SGI options override them."""
     from .benchmarks import PHOTO_SGI
-    from .scoring import SGI_PRESETS
+    from .sgi.presets import SGI_PRESETS
     from .sgi.explain import explain as draw
     from .sgi.protocol import SGIConfig
     if protocol not in SGI_PRESETS:

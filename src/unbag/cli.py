@@ -86,7 +86,7 @@ def _world_pool(a: argparse.Namespace) -> None:
 
 
 def _world_show(a: argparse.Namespace) -> None:
-    from .world.sheet import contact_sheet
+    from .reports.sheet import contact_sheet
 
     out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed, style=a.style)
     print(f"contact sheet written to {out}")
@@ -149,7 +149,7 @@ def _explain(a: argparse.Namespace) -> None:
     from rich.console import Console
 
     from .api import _backend, explain
-    from .scoring import SGI_PRESETS
+    from .sgi.presets import SGI_PRESETS
     from .sgi.explain import bench_item
     from .sgi.explain import explain as draw
     from .sgi.protocol import SGIConfig

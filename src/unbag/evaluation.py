@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from . import benchmarks, metrics, models, scoring
+from . import benchmarks, metrics, models, protocols
 from .benchmarks.base import Benchmark
 from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
@@ -101,8 +101,8 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     t0 = time.perf_counter()
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
     spec = model.spec if isinstance(model, Backend) else model
-    protocol = scoring.resolve(protocol, spec)
-    score_fn, recorded = scoring.build(protocol, options, b.name)
+    protocol = protocols.resolve(protocol, spec)
+    score_fn, recorded = protocols.build(protocol, options, b.name)
     if isinstance(b, (RetrievalSet, ClassificationSet)) and protocol != "global":
         raise UnbagError(f"{b.name}: {'retrieval' if isinstance(b, RetrievalSet) else 'zero-shot classification'} "
                          "is scored with the global protocol only (every image against every text); SGI and "

@@ -49,7 +49,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import benchmarks
 from .errors import UnbagError
-from .scoring import SGI_PRESETS, resolve
+from .protocols import SGI_PRESETS, resolve
 from .utils import atomic_write, check_out, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
@@ -206,7 +206,7 @@ def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, opti
         return False
     if res.get("config", {}).get("precision") != precision:
         return False
-    from .scoring import build
+    from .protocols import build
     from .world.render import RENDER_VERSION
 
     if (bench == "ctrl" or bench.split(":")[0] == "ctrl-retrieval") \

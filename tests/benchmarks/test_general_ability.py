@@ -2,7 +2,6 @@
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 

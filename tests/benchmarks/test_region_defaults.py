@@ -27,7 +27,7 @@ def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_
     with pytest.warns(UserWarning, match="blobs.*photos.*'selective'"):
         res = evaluate(tiny, f"sugarcrepe:{sugarcrepe_dir}", "sgi", progress=False, options={"regions": "blobs"})
     assert res["config"]["options"]["regions"] == "blobs"  # the user's choice wins, recorded as run
-    from unbag.scoring import build
+    from unbag.protocols import build
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # ctrl declares nothing: blobs are its default, no warning
         assert build("sgi", {"regions": "blobs"}, "ctrl")[1]["regions"] == "blobs"

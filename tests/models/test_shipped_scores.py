@@ -28,14 +28,14 @@ def shipped_scores(spec: str, protocols=PROTOCOLS, weights: str | None = None) -
     """({protocol: scores [items, images, captions]} on ctrl, the weights' SHA-1) of model `spec`,
     loaded from `weights` (a model folder) when given."""
     import unbag
-    from unbag import scoring
+    from unbag import protocols as registry
     from unbag.models.base import weights_id
 
     bench = unbag.load_benchmark("ctrl", per_category=PER_CATEGORY)
     model = unbag.load_model(weights or spec, device="cpu")
     out = {}
     for proto in protocols:
-        fn, _ = scoring.build(scoring.resolve(proto, spec), {}, "ctrl")
+        fn, _ = registry.build(registry.resolve(proto, spec), {}, "ctrl")
         out[proto] = fn(model, bench, batch_size=256, progress=False)
     return out, weights_id(model)
 

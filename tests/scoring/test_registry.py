@@ -1,7 +1,7 @@
 import pytest
 
 import unbag
-from unbag import scoring
+from unbag import protocols
 from unbag.errors import UnbagError
 
 # a runnable example of every registered protocol (a protocol registered without one fails below)
@@ -9,16 +9,16 @@ EXAMPLES = {"global": "global", "sgi": "sgi", "sgi:paper": "sgi:paper", "head:":
 
 
 def test_every_registered_protocol_has_an_example():
-    assert set(EXAMPLES) == set(scoring.PROTOCOLS)
+    assert set(EXAMPLES) == set(protocols.PROTOCOLS)
 
 
-@pytest.mark.parametrize("key", list(scoring.PROTOCOLS))
+@pytest.mark.parametrize("key", list(protocols.PROTOCOLS))
 def test_every_registered_protocol_scores_and_records_itself(key, tiny_bench):
     protocol = EXAMPLES[key]
     res = unbag.evaluate("builtin", f"ctrl:{tiny_bench}", protocol, device="cpu")
-    assert res["protocol"] == scoring.resolve(protocol, "builtin") and res["n_items"] == 30
+    assert res["protocol"] == protocols.resolve(protocol, "builtin") and res["n_items"] == 30
     assert 0.0 <= res["metrics"]["all/all/group"] <= 1.0
-    if scoring.PROTOCOLS[key].options:
+    if protocols.PROTOCOLS[key].options:
         assert res["config"]["options"]["phases"] in (1, 2)
         assert unbag.evaluate("builtin", f"ctrl:{tiny_bench}", protocol, phases=1)["config"]["options"]["phases"] == 1
     else:

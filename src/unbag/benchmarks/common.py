@@ -1,6 +1,7 @@
 """Helpers shared by the public-benchmark loaders: reading JSON with located errors, image folders."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -62,3 +63,52 @@ def images_at(root: Path, image_root: str | None) -> Path:
     if not Path(image_root).is_dir():
         raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of NAME:DIR:IMAGE_ROOT)")
     return Path(image_root)
+
+
+# caption files (training data and `unbag negatives`): CLIC's CSV layout and JSONL
+IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def caption_file(spec: str) -> str:
+    """The path of csv:PATH, jsonl:PATH, or a path ending in .csv / .jsonl."""
+    return spec.split(":", 1)[1] if spec.startswith(("csv:", "jsonl:")) else spec
+
+
+def caption_rows(path: Path) -> list[tuple[Path, list[str]]]:
+    """(image path, captions) of every row of a caption file: CLIC's CSV (image path, caption,
+    further sentences; a header or any row whose first cell is not an image path is skipped) or
+    JSONL ({"image", "caption"} or {"image", "captions": [...]}); paths relative to the file;
+    errors name the file and line."""
+    path = Path(path)
+    return list(_csv_rows(path) if path.suffix == ".csv" else _jsonl_rows(path))
+
+
+def _jsonl_rows(path: Path):
+    for line, obj in read_jsonl(path):
+        if "image" not in obj:
+            raise UnbagError(f"{path}:{line}: missing field 'image'")
+        caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
+        if not caps or not all(isinstance(c, str) and c.strip() for c in caps):
+            raise UnbagError(f"{path}:{line}: field 'caption' (a non-empty string) or "
+                             "'captions' (a list of non-empty strings) is required")
+        yield path.parent / obj["image"], list(caps)
+
+
+def _csv_rows(path: Path):
+    with open(path, newline="") as f:
+        reader, end = csv.reader(f, strict=True), 0
+        try:
+            for row in reader:
+                line, end = end + 1, reader.line_num
+                if end > line:  # csv joins lines inside quotes: an unbalanced quote swallows rows
+                    raise UnbagError(f"{path}:{line}: a quoted field runs on to line {end} (an "
+                                     "unbalanced quote?); each row must sit on one line")
+                if not row or not row[0].lower().endswith(IMAGE_EXT):
+                    continue  # header or blank line, as in CLIC's reader
+                caps = [c.strip() for c in row[1:] if c.strip()]
+                if not caps:
+                    raise UnbagError(f"{path}:{line}: no caption after the image path")
+                yield path.parent / row[0], caps
+        except csv.Error as e:
+            raise UnbagError(f"{path}:{end + 1}: malformed CSV from this line on ({e}; an unbalanced "
+                             "quote?)") from None

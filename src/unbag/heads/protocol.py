@@ -18,6 +18,7 @@ import torch
 from ..benchmarks.base import Benchmark
 from ..errors import UnbagError
 from ..models.base import Backend, weights_id
+from ..scoring import Protocol
 from ..scoring.encode import pixels_of, unique
 from .common import head_inputs
 from .features import alternative_features, image_features, pack_regions, text_features
@@ -94,3 +95,22 @@ def structure_checks(backend: Backend, bench: Benchmark, batch_size: int = 256) 
     from ..sgi.protocol import SGIConfig, score_sgi
     cfg = replace(SGIConfig.for_benchmark(bench.name), counts="check", relations="geometry")
     return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True)
+
+
+def _head(path: str, options: dict, bench: str):
+    """The head protocol's builder: scoring with the head in `path`, and what it records."""
+    import functools
+
+    from ..sgi.protocol import SGIConfig
+    _, record = load_head(path)
+    recorded = {"head": record["head"], "backbone": record["backbone"]}
+    if record["head"]["kind"] == "tfregions":  # SGI's structure checks, added (score_head)
+        cfg = SGIConfig.for_benchmark(bench).record()
+        recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
+        recorded["sgi_regions"] = cfg["regions"]
+    return functools.partial(score_head, path=path), recorded
+
+
+PROTOCOLS: dict[str, Protocol] = {
+    "head:": Protocol("head:PATH | head:builtin:tflocal|tfglobal|tfregions (a trained alignment head)", _head),
+}

@@ -45,11 +45,16 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
                                 "types": [t for t, _ in got], "world": {"seed": seed, "index": i}})
                 bar.advance(task)
         else:
-            from ..training.data import FileSource
-            src = FileSource.from_spec(data, seed)
+            from ..benchmarks.common import caption_file, caption_rows
+            path = Path(caption_file(data))
+            if not path.is_file():
+                raise UnbagError(f"{path}: caption file not found")
+            rows = caption_rows(path)
+            if not rows:
+                raise UnbagError(f"{path}: no image/caption rows")
             g = RuleGenerator() if gen == "rules" else generator(gen, device)
-            task = bar.add_task("negatives", total=len(src.rows))
-            for i, (image, caps) in enumerate(src.rows):
+            task = bar.add_task("negatives", total=len(rows))
+            for i, (image, caps) in enumerate(rows):
                 rng = np.random.default_rng([seed, 13, i])
                 got = g.generate(caps[0], k, rng, types)
                 entries.append({"image_id": i, "image": os.path.relpath(image, out.parent),

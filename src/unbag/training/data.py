@@ -18,7 +18,6 @@ streams excepted: there shards are split by node and worker, as is usual).
 """
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 
-from ..benchmarks.common import read_json, read_jsonl
+from ..benchmarks.common import caption_file, caption_rows, read_json
 from ..errors import UnbagError
 from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
@@ -38,7 +37,6 @@ from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..world import captions as cap
 from ..world import stream
 
-IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp")
 
 
 @dataclass
@@ -131,43 +129,13 @@ class FileSource:
             raise UnbagError(f"{self.path}: no image/caption rows")
         self._perm: tuple[int, np.ndarray] | None = None
 
-    def _read(self) -> Iterator[tuple[Path, list[str]]]:
-        root = self.path.parent
-        if self.path.suffix == ".csv":
-            yield from self._read_csv(root)
-            return
-        for line, obj in read_jsonl(self.path):
-            if "image" not in obj:
-                raise UnbagError(f"{self.path}:{line}: missing field 'image'")
-            caps = obj.get("captions") or ([obj["caption"]] if "caption" in obj else None)
-            if not caps or not all(isinstance(c, str) and c.strip() for c in caps):
-                raise UnbagError(f"{self.path}:{line}: field 'caption' (a non-empty string) or "
-                                 "'captions' (a list of non-empty strings) is required")
-            yield root / obj["image"], list(caps)
-
-    def _read_csv(self, root: Path) -> Iterator[tuple[Path, list[str]]]:
-        with open(self.path, newline="") as f:
-            reader, end = csv.reader(f, strict=True), 0
-            try:
-                for row in reader:
-                    line, end = end + 1, reader.line_num
-                    if end > line:  # csv joins lines inside quotes: an unbalanced quote swallows rows
-                        raise UnbagError(f"{self.path}:{line}: a quoted field runs on to line {end} (an "
-                                         "unbalanced quote?); each row must sit on one line")
-                    if not row or not row[0].lower().endswith(IMAGE_EXT):
-                        continue  # header or blank line, as in CLIC's reader
-                    caps = [c.strip() for c in row[1:] if c.strip()]
-                    if not caps:
-                        raise UnbagError(f"{self.path}:{line}: no caption after the image path")
-                    yield root / row[0], caps
-            except csv.Error as e:
-                raise UnbagError(f"{self.path}:{end + 1}: malformed CSV from this line on ({e}; an unbalanced "
-                                 "quote?)") from None
+    def _read(self):
+        return caption_rows(self.path)
 
     @classmethod
     def from_spec(cls, data: str, seed: int) -> "FileSource":
         """csv:PATH, jsonl:PATH, or a path ending in .csv / .jsonl."""
-        return cls(data.split(":", 1)[1] if data.startswith(("csv:", "jsonl:")) else data, seed)
+        return cls(caption_file(data), seed)
 
     def _open(self, i: int) -> Image.Image:
         p = self.rows[i][0]

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import captions as cap
 from .render import render
-from .scene import ATTRIBUTES, SHAPES, Obj, Scene, _fits, place, random_attrs
+from .scene import ATTRIBUTES, SHAPES, Scene, _fits, place, random_attrs
 from .swap import VALUES
 
 

@@ -1,0 +1,44 @@
+"""Every protocol unbag scores with, joined from the layers that declare them: scoring (global),
+sgi (sgi, sgi:paper) and heads (head:PATH). To add a protocol: declare it beside its code and add
+its table here (CONTRIBUTING.md)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .errors import UnbagError
+from .heads.protocol import PROTOCOLS as HEADS
+from .heads.shipped import shipped_head
+from .scoring import PROTOCOLS as SCORING, Protocol
+from .sgi.presets import PROTOCOLS as SGI, SGI_PRESETS
+
+# exact names, then prefixes ending in ':' whose argument follows
+PROTOCOLS: dict[str, Protocol] = {**SCORING, **SGI, **HEADS}
+__all__ = ["PROTOCOLS", "SGI_PRESETS", "build", "lookup", "resolve"]
+
+
+def resolve(protocol: str, model_spec: str) -> str:
+    """The protocol as it will run and be recorded: a shipped head ('head:builtin:KIND') becomes
+    the folder of the head shipped for this built-in model; everything else is unchanged."""
+    return shipped_head(protocol, model_spec)
+
+
+def lookup(protocol: str) -> tuple[Protocol, str]:
+    """(the registered protocol, its argument) for a protocol string."""
+    if protocol in PROTOCOLS:
+        return PROTOCOLS[protocol], ""
+    for key, p in PROTOCOLS.items():
+        if key.endswith(":") and protocol.startswith(key):
+            return p, protocol[len(key):]
+    raise UnbagError(f"unknown protocol {protocol!r}; available: {' | '.join(p.form for p in PROTOCOLS.values())}")
+
+
+def build(protocol: str, options: dict | None = None, bench: str = "") -> tuple[Callable, dict]:
+    """(scoring function(backend, bench, batch_size, progress), the options it records) for scoring
+    the benchmark named `bench` (its declared SGI defaults apply under the user's options); an
+    option the protocol does not take is an error that names it."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    p, arg = lookup(protocol)
+    if options and not p.options:
+        raise UnbagError(f"protocol {protocol!r} takes no options, got {', '.join(sorted(options))} "
+                         f"(options belong to the SGI protocols: {', '.join(SGI_PRESETS)})")
+    return p.build(arg, options, bench)

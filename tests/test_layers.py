@@ -1,0 +1,61 @@
+"""The package's layers: no import cycle between subpackages, function-level imports counted."""
+import ast
+from pathlib import Path
+
+import unbag
+
+ROOT = Path(unbag.__file__).parent
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def imports_between_units() -> dict[str, set[tuple[str, str]]]:
+    """unit -> {(imported unit, file)} over every import in the package, wherever it sits."""
+    edges: dict[str, set] = {}
+    for f in ROOT.rglob("*.py"):
+        rel = f.relative_to(ROOT.parent).with_suffix("")
+        mod = ".".join(rel.parts)
+        pkg = mod[:-len(".__init__")] if mod.endswith(".__init__") else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                targets = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("unbag"):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("unbag")]
+            for t in targets:
+                a, b = _unit(mod), _unit(t)
+                if a != b:
+                    edges.setdefault(a, set()).add((b, str(f.relative_to(ROOT))))
+    return edges
+
+
+def test_no_import_cycle_between_subpackages():
+    edges = imports_between_units()
+    graph = {a: {b for b, _ in v} for a, v in edges.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            u = todo.pop()
+            if u == goal:
+                return True
+            if u not in seen:
+                seen.add(u)
+                todo += graph.get(u, ())
+        return False
+
+    back = sorted(f"{a} -> {b} ({f}) and back" for a, v in edges.items() for b, f in v if reaches(b, a))
+    assert not back, "\n".join(back)
+
+
+def test_the_check_sees_function_level_imports(tmp_path):
+    # the benchmarks -> world edge comes from inside functions of benchmarks/ctrl.py and retrieval.py
+    files = {f for b, f in imports_between_units()["benchmarks"] if b == "world"}
+    assert "benchmarks/retrieval.py" in files
