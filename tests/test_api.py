@@ -31,6 +31,7 @@ def free_text_bench():
     return dataclasses.replace(b, items=[dataclasses.replace(it, meta={}) for it in b])
 
 
+@pytest.mark.slow
 def test_import_has_no_side_effects():
     code = """
 import contextlib, importlib, io, logging, pkgutil, sys
@@ -61,6 +62,7 @@ def test_version_does_not_import_torch():
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.slow
 def test_score_agrees_with_evaluate_item_by_item(model, free_text_bench, tmp_path, protocol):
     # the same pairs scored alone: exactly the per-item scores evaluate writes (6 decimals)
     for it in free_text_bench.items[:3]:
@@ -154,6 +156,7 @@ def test_benchmarks_iterate_and_index(free_text_bench):
         unbag.load_benchmark("ctrl-retrieval", per_category=2)
 
 
+@pytest.mark.slow
 def test_train_from_python_takes_the_methods_defaults_and_resumes_exactly(tmp_path, monkeypatch):
     from unbag.training import engine
     kw = dict(steps=4, batch_size=8, workers=0, ckpt_every=2, log_every=1, device="cpu")
@@ -178,6 +181,7 @@ def test_train_from_python_takes_the_methods_defaults_and_resumes_exactly(tmp_pa
     assert (full / weights).read_bytes() == (cut / weights).read_bytes()
 
 
+@pytest.mark.slow
 def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
     blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.S)
     assert blocks, "docs/api.md has no python example"

@@ -103,6 +103,7 @@ def test_unknown_model_spec(tiny_bench, capsys):
     assert code == 2 and "unknown model spec 'clip-b32'" in err
 
 
+@pytest.mark.slow
 def test_unknown_benchmark_and_protocol(capsys):
     assert _run(["eval", "--bench", "sugarcrepe2", "--quiet"], capsys)[0] == 2
     code, _, err = _run(["eval", "--protocol", "sgx", "--quiet"], capsys)

@@ -7,10 +7,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 MAX_WHEEL_BYTES = 12_000_000  # 12 MB
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_every_weight_in_under_12_mb(tmp_path):
     src = tmp_path / "src"  # a copy, so no stale build/ folder of the checkout can slip into it
     shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))

@@ -29,6 +29,7 @@ sgi = "sgi"
     return p
 
 
+@pytest.mark.slow
 def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_path, monkeypatch):
     plan = _plan(tmp_path, tiny_bench)
     real = evaluate_mod.evaluate

@@ -14,6 +14,9 @@ from unbag.training.engine import TrainConfig, Trainer
 JOB = Path(__file__).resolve().parent / "torchrun_job.py"
 
 
+pytestmark = pytest.mark.slow  # every test here starts processes and trains
+
+
 def _job():
     import importlib.util
     spec = importlib.util.spec_from_file_location("torchrun_job", JOB)

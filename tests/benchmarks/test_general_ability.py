@@ -26,6 +26,7 @@ def test_zeroshot_metrics_by_hand():
     assert set(big) == {"top1", "top5", "mean_per_class_recall"}
 
 
+@pytest.mark.slow
 def test_wds_classification_reads_clip_benchmarks_layout(wds_classification_dir):
     res = evaluate(MODEL, f"wds:{wds_classification_dir}", progress=False)
     b = benchmarks.load(f"wds:{wds_classification_dir}")
@@ -85,6 +86,7 @@ def test_default_prompts_imagenet_names_and_templates(tmp_path):
     assert names == ["red cube"] and templates == TEMPLATES and "itap of a {}." in TEMPLATES
 
 
+@pytest.mark.slow
 def test_eval_over_several_datasets_and_the_general_ability_row(tmp_path, imagefolder_dir, wds_classification_dir,
                                                                 capsys):
     from unbag.cli import main
@@ -162,6 +164,7 @@ def _cb_model():
     return models.load("open_clip:unbag-tiny@random")
 
 
+@pytest.mark.slow
 def test_numbers_match_clip_benchmarks_own_evaluate(imagefolder_dir, clip_benchmark_retrieval):
     """CLIP_benchmark 1.6.2's own zero-shot classification and retrieval, run on the same model and
     images, give unbag's numbers (fp32: amp off on both sides)."""

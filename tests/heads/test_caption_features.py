@@ -104,6 +104,7 @@ def test_the_hard_negative_is_one_more_text_candidate_in_the_loss(cache):
 
 
 @pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tflocal-li --calibrate", "tfregions"])
+@pytest.mark.slow
 def test_features_train_and_eval_on_photos_end_to_end(kind, cache, tiny, sugarcrepe_dir, tmp_path):
     from unbag.api import evaluate, train
     method, calibrate = kind.split()[0], kind.endswith("--calibrate")

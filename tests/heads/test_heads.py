@@ -26,6 +26,7 @@ def cache(tiny, tmp_path_factory):
     return extract_world(tiny, tmp_path_factory.mktemp("f") / "cache", n=96, chunk=40, progress=False)
 
 
+@pytest.mark.slow
 def test_cache_round_trip(tiny, cache):
     from unbag.world import stream
 
@@ -94,6 +95,7 @@ def builtin_cache(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tfglobal", "tfregions"])
+@pytest.mark.slow
 def test_a_few_steps_beat_chance_on_the_training_set(kind, builtin_cache, tmp_path):
     cache = builtin_cache
     lr = 3e-4 if kind in ("tfregions", "tflocal-li") else 3e-3  # these start aligned: trained gently
@@ -231,6 +233,7 @@ def test_region_head_matches_object_phrases_to_single_regions_only():
 
 
 @pytest.mark.parametrize("calibrate", [False, True])
+@pytest.mark.slow
 def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(builtin_cache, tmp_path, tiny_bench,
                                                                             calibrate):
     """TFLocal-LI starts with a zero correction: its scores are the frozen late-interaction score

@@ -65,16 +65,19 @@ def _sgi_group(category: str, per_category: int, **options) -> float:
     return float(metrics.winoground(score_sgi(models.load("builtin"), bench, cfg=SGIConfig(**options)))["group"].mean())
 
 
+@pytest.mark.slow
 def test_geometry_solves_relations_that_cosine_gets_backwards():
     cos, geo = _sgi_group("relation", 12, relations="cosine"), _sgi_group("relation", 12, relations="geometry")
     assert geo > 0.8 and geo > cos + 0.5, (geo, cos)
 
 
+@pytest.mark.slow
 def test_count_check_lifts_counting_items():
     off, on = _sgi_group("count", 25, counts="off"), _sgi_group("count", 25, counts="check")
     assert on > off + 0.2, (on, off)
 
 
+@pytest.mark.slow
 def test_geometry_decides_relations_on_a_photo_from_free_text():
     """World objects pasted on a photograph (scikit-image's coffee), captions parsed by spaCy as free
     text, regions = the objects' boxes: cosine cannot tell "A left of B" from "B left of A"; the

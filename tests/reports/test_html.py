@@ -33,6 +33,7 @@ def report(tiny_bench, tmp_path_factory):
     return d, out
 
 
+@pytest.mark.slow
 def test_every_number_links_to_the_file_that_holds_it(report):
     d, out = report
     page = (out / "index.html").read_text()
@@ -48,6 +49,7 @@ def test_every_number_links_to_the_file_that_holds_it(report):
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+@pytest.mark.slow
 def test_report_in_a_headless_browser(report):
     _, out = report
     url = (out / "index.html").as_uri()
@@ -96,6 +98,7 @@ def every_benchmark(request, tmp_path_factory):
     return results, write_report([d / "run"], d / "report"), d
 
 
+@pytest.mark.slow
 def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsys):
     from unbag import benchmarks
     from unbag.run import print_matrix

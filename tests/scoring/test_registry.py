@@ -13,6 +13,7 @@ def test_every_registered_protocol_has_an_example():
 
 
 @pytest.mark.parametrize("key", list(protocols.PROTOCOLS))
+@pytest.mark.slow
 def test_every_registered_protocol_scores_and_records_itself(key, tiny_bench):
     protocol = EXAMPLES[key]
     res = unbag.evaluate("builtin", f"ctrl:{tiny_bench}", protocol, device="cpu")

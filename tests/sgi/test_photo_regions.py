@@ -34,6 +34,7 @@ def coverage():
     return out
 
 
+@pytest.mark.slow
 def test_selective_finds_the_labelled_objects_with_few_regions(coverage):
     hits, per_image = coverage["selective"]
     assert sum(len(b) for b in BOXES.values()) == 23

@@ -1,12 +1,21 @@
 import json
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from unbag.training.engine import TrainConfig, Trainer
-from unbag.training.objectives.dense import (all_swaps, alternatives, caption_phrases, dense_loss, late_interaction,
-                                             phrase_swaps, shape_swaps, swap_loss)
+from unbag.training.objectives.dense import (
+    all_swaps,
+    alternatives,
+    caption_phrases,
+    dense_loss,
+    late_interaction,
+    phrase_swaps,
+    shape_swaps,
+    swap_loss,
+)
 from unbag.world.scene import COLORS
 
 
@@ -97,6 +106,7 @@ def test_swap_loss_gradients_finite_when_phrases_have_unequal_swaps():
     assert torch.isfinite(scale.grad) and scale.grad != 0 and torch.isfinite(phrases.grad).all()
 
 
+@pytest.mark.slow
 def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
     cfg = TrainConfig.for_method("clip-dense", steps=12, batch_size=16, warmup=2, workers=0, ckpt_every=100,
                                  log_every=1, dense_weight=2.0, swap_weight=0.5)
@@ -108,6 +118,7 @@ def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
     assert all("dense" in r and "swap" in r for r in rows) and rows[-1]["dense"] < rows[0]["dense"]
 
 
+@pytest.mark.slow
 def test_clip_dense_with_shape_swaps_on_the_sibling_stream(tmp_path):
     cfg = TrainConfig.for_method("clip-dense", data="world:pretraining-siblings", steps=3, batch_size=16, warmup=1,
                                  workers=0, ckpt_every=100, log_every=1, shape_swaps=True)

@@ -17,6 +17,7 @@ def _losses(out):
     return [json.loads(x)["loss"] for x in (out / "log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly(tmp_path, interrupted):
     full = tmp_path / "full"
     Trainer(_cfg(), full).fit(progress=False)
@@ -49,6 +50,7 @@ def test_a_checkpoint_of_an_older_layout_is_refused_by_name(tmp_path):
         Trainer(_cfg(steps=3), tmp_path).fit(resume=True, progress=False)
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss(tmp_path):
     Trainer(_cfg(steps=30, batch_size=24, ckpt_every=100), tmp_path).fit(progress=False)
     losses = _losses(tmp_path)

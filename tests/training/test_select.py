@@ -23,6 +23,7 @@ def test_bad_select_spec_is_a_clear_error(spec):
         select.parse(spec)
 
 
+@pytest.mark.slow
 def test_the_best_validated_checkpoint_is_exported(tmp_path, monkeypatch):
     scripted = iter([0.2, 0.5, 0.5, 0.3])  # steps 2, 4, 6, 8: the first 0.5 (step 4) wins
     seen = []

@@ -16,6 +16,7 @@ def samples():
     return [(k, stream3d.sample(2, k, 64, "finetuning")) for k in range(24)]
 
 
+@pytest.mark.slow
 def test_samples_are_deterministic_and_inside_their_distribution(samples):
     k, s = samples[5]
     again = stream3d.sample(2, k, 64, "finetuning")
@@ -63,6 +64,7 @@ def pool(tmp_path_factory):
     return build_pool(tmp_path_factory.mktemp("pool") / "p", seed=2, n=20, progress=False)
 
 
+@pytest.mark.slow
 def test_pool_holds_the_streams_own_samples_in_a_seeded_order(pool):
     meta = read_meta(pool)
     assert meta["n"] == 20 and meta["dist"] == "finetuning" and meta["render"] == 3

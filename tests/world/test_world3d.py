@@ -39,6 +39,7 @@ def built3d(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_3d_build_is_deterministic_for_any_number_of_processes(built3d, tmp_path):
     build(tmp_path / "again", seed=3, per_category=2, progress=False, style="3d", procs=1)
     assert _digest(tmp_path / "again") == _digest(built3d)
