@@ -164,3 +164,15 @@ def versions() -> dict:
     return {"unbag": __version__, "torch": torch.__version__, "open_clip": open_clip.__version__,
             "numpy": numpy.__version__, "python": platform.python_version(),
             "git_commit": git_commit()}
+
+
+def read_json(path: str | os.PathLike, missing: str = "file not found"):
+    """A JSON file's content; errors name the file (with `missing` when it is absent) or the line."""
+    from .errors import UnbagError
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UnbagError(f"{path}: {missing}") from None
+    except json.JSONDecodeError as e:
+        raise UnbagError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None

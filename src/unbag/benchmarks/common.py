@@ -5,16 +5,12 @@ import csv
 import json
 from pathlib import Path
 
+from .. import utils
 from ..errors import UnbagError
 
 
 def read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UnbagError(f"{path}: file not found (see docs/benchmarks.md for the expected layout)") from None
-    except json.JSONDecodeError as e:
-        raise UnbagError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    return utils.read_json(path, "file not found (see docs/benchmarks.md for the expected layout)")
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:

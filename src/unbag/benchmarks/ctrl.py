@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import UnbagError, where
+from ..utils import read_json
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
 from ..world.swap import CATEGORIES, SPLITS
@@ -74,12 +75,7 @@ def load(root: str | Path) -> Benchmark:
     meta_path, items_path = root / "meta.json", root / "items.jsonl"
     if not root.is_dir():
         raise UnbagError(f"{root}: benchmark directory not found")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
-        raise UnbagError(f"{meta_path}: missing (not a ctrl benchmark directory?)") from None
-    except json.JSONDecodeError as e:
-        raise UnbagError(f"{meta_path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    meta = read_json(meta_path, "missing (not a ctrl benchmark directory?)")
     if meta.get("format") != FORMAT or meta.get("version") not in (VERSION, VERSION_3D):
         raise UnbagError(f"{meta_path}: field 'format'/'version' is {meta.get('format')!r}/"
                          f"{meta.get('version')!r}, expected {FORMAT!r}/{VERSION} (flat) or {VERSION_3D} (3d)")

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UnbagError
-from ..utils import atomic_dir
+from ..utils import atomic_dir, read_json
 from . import captions as cap
 from .stream import Sample, Twin
 from .swap3d import scene_from_record, scene_record
@@ -113,12 +113,7 @@ def read_meta(root: str | os.PathLike) -> dict:
     """A pool's meta.json, checked: its format and that this unbag renders the same pixels."""
     from .render3d import RENDER_VERSION
     f = Path(root) / "meta.json"
-    try:
-        meta = json.loads(f.read_text())
-    except FileNotFoundError:
-        raise UnbagError(f"{f}: missing (not a pool written by `unbag world pool`?)") from None
-    except json.JSONDecodeError as e:
-        raise UnbagError(f"{f}:{e.lineno}: invalid JSON: {e.msg}") from None
+    meta = read_json(f, "missing (not a pool written by `unbag world pool`?)")
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise UnbagError(f"{f}: field 'format'/'version' is {meta.get('format')!r}/{meta.get('version')!r}, "
                          f"expected {FORMAT!r}/{VERSION}")
