@@ -38,7 +38,6 @@ from ..world import captions as cap
 from ..world import stream
 
 
-
 @dataclass
 class Record:
     image: np.ndarray | Image.Image
