@@ -124,7 +124,7 @@ def _distractors(rng, named: list[str]) -> list[Obj3D]:
     return [random_obj(rng, str(rng.choice(third)), allow_held_out=False) for _ in range(int(rng.integers(0, 3)))]
 
 
-def _attribute_item(rng, category: str, cam, lights, px: int):
+def _attribute_item(rng, category: str, cam, lights):
     a_shape, b_shape = (str(s) for s in rng.choice(SHAPES3D, size=2, replace=False))
     x, y = (str(v) for v in rng.choice(VALUES[category], size=2, replace=False))
     a = random_obj(rng, a_shape, allow_held_out=True, **{category: x})
@@ -141,7 +141,7 @@ def _attribute_item(rng, category: str, cam, lights, px: int):
     return scenes, [cap.list_caption(list(s.objects), order, template) for s in scenes]
 
 
-def _count_item(rng, cam, lights, px: int):
+def _count_item(rng, cam, lights):
     a_shape, b_shape = (str(s) for s in rng.choice(SHAPES3D, size=2, replace=False))
     a = random_obj(rng, a_shape, allow_held_out=True)
     b = replace(a, shape=b_shape)  # the groups differ in shape only: no colour-area shortcut
@@ -161,7 +161,7 @@ def _count_item(rng, cam, lights, px: int):
     return scenes, texts
 
 
-def _relation_item(rng, cam, lights, px: int):
+def _relation_item(rng, cam, lights):
     a_shape, b_shape = (str(s) for s in rng.choice(SHAPES3D, size=2, replace=False))
     a_color, b_color = (str(c) for c in rng.choice(COLORS3D, size=2, replace=False))
     a = random_obj(rng, a_shape, allow_held_out=True, color=a_color)
@@ -201,7 +201,7 @@ def build_item(seed: int, split: str, category: str, index: int, px: int = 64) -
     make = {"count": _count_item, "relation": _relation_item}.get(category)
     for _ in range(10_000):
         cam, lights = jittered(rng)
-        made = make(rng, cam, lights, px) if make else _attribute_item(rng, category, cam, lights, px)
+        made = make(rng, cam, lights) if make else _attribute_item(rng, category, cam, lights)
         if made is None:
             continue
         scenes, texts = made
