@@ -152,7 +152,7 @@ def test_benchmarks_iterate_and_index(free_text_bench):
     assert b["ood-count-0001"].group == {"split": "ood", "category": "count"}
     with pytest.raises(KeyError):
         b["nope"]
-    with pytest.raises(UnbagError, match="per_category sizes the generated ctrl"):
+    with pytest.raises(UnbagError, match="per_category and style make a generated benchmark"):
         unbag.load_benchmark("ctrl-retrieval", per_category=2)
 
 

@@ -43,12 +43,7 @@ def load_benchmark(spec: str = "ctrl", seed: int = 0, per_category: int | None =
     """A benchmark by spec (any `unbag eval --bench`); iterate it for its items. `per_category`
     sizes the generated `ctrl` (items per category and split; default 400)."""
     from . import benchmarks
-    if per_category is not None:
-        if spec != "ctrl":
-            raise UnbagError(f"per_category sizes the generated ctrl benchmark only, not {spec!r}")
-        from .benchmarks.ctrl import generated
-        return generated(seed=seed, per_category=per_category)
-    return benchmarks.load(spec, seed=seed)
+    return benchmarks.load(spec, seed=seed, per_category=per_category)
 
 
 def _backend(model: "str | Backend", device: str | None = None) -> "Backend":

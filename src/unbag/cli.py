@@ -150,7 +150,7 @@ def _explain(a: argparse.Namespace) -> None:
 
     from .api import _backend, explain
     from .sgi.presets import SGI_PRESETS
-    from .sgi.explain import bench_item
+    from .benchmarks import load_item
     from .sgi.explain import explain as draw
     from .sgi.protocol import SGIConfig
 
@@ -158,7 +158,7 @@ def _explain(a: argparse.Namespace) -> None:
         if a.protocol not in SGI_PRESETS:
             raise UnbagError(f"explain draws SGI matches: --protocol must be one of {', '.join(SGI_PRESETS)}")
         cfg = SGIConfig.from_options({**SGI_PRESETS[a.protocol], **_sgi_options(a)})
-        exp = draw(_backend(a.model, a.device), bench_item(a.bench, a.item, seed=a.seed), cfg)
+        exp = draw(_backend(a.model, a.device), load_item(a.bench, a.item, seed=a.seed), cfg)
     elif a.image and a.caption:
         exp = explain(_backend(a.model, a.device), a.image, a.caption, a.protocol, **_sgi_options(a))
     else:

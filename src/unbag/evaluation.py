@@ -67,8 +67,9 @@ def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world:
     return torch.cat([p for p in parts if p.numel()])
 
 
-def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, dict]:
-    """Per-item values and 'subset/metric' summaries of a public benchmark (by its metric kind)."""
+def item_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, dict]:
+    """Per-item values (by the benchmark's metric kind) and their bucketed means, ties and counts
+    (by its grouping: 'split/category/metric' or 'subset/metric')."""
     from .metrics.pairwise import itt, order, pairwise, tot
     from .metrics.summary import summarize
 
@@ -80,6 +81,8 @@ def public_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, 
         t = encode_texts(backend, [c for it in b.items for c in it.captions]).view(len(b.items), 3, -1)
         per_item.update(tot(t[:, 0], t[:, 1], t[:, 2]))
     names = tuple(m for m in per_item if not m.startswith("tie/"))
+    if b.grouping == "split/category":
+        return (per_item, *metrics.aggregate(per_item, [it.group for it in b.items], names))
     flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro)
     for key in sorted({k for it in b.items for k in it.group} - {"subset"}):  # e.g. Winoground's tags
         f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names)
@@ -139,11 +142,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
             warn(f"{b.spec}: {alike} item(s) have different captions that {spec}'s tokenizer makes the same tokens "
                  "(cut by its context length, or differing only in case or spacing); they can only tie, and are "
                  "counted in the results as 'tokenized_alike'")
-        if b.name == "ctrl":
-            per_item = metrics.winoground(scores)
-            flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], metrics.METRICS)
-        else:
-            per_item, flat, ties, counts = public_metrics(b, scores, backend)
+        per_item, flat, ties, counts = item_metrics(b, scores, backend)
         n_items, extra = len(b.items), {}
     t3 = time.perf_counter()
     res = {

@@ -4,7 +4,7 @@
 A plan names its models (specs, or `[train.NAME]` tables trained first), benchmarks and protocols:
 
     out = "runs/main"
-    explain = ["ood-color-0000"]   # optional: ctrl items drawn under the first SGI protocol (default: 5)
+    explain = ["ood-color-0000"]   # optional: items drawn under the first SGI protocol (ctrl's: 5)
     [models]
     pretrained = "builtin"
     FT = "builtin:ft"
@@ -27,9 +27,10 @@ cells made with the same model spec and weights, protocol and options (as record
 spec, seed and files, so an interrupted run continues where it stopped and a cell whose setup
 changed runs again. Retrieval sets are scored with the
 global protocol only (other protocols score candidate pairs); those cells are skipped, as are
-zero-shot classification cells for protocols other than global. When the plan scores the
-generated ctrl with an SGI protocol, OUT/explain/ gets SGI explanation images of a few items (the
-first model, the first SGI protocol), which `unbag report OUT` links.
+zero-shot classification cells for protocols other than global. When the plan scores a
+benchmark that names items to explain (ctrl) with an SGI protocol, OUT/explain/ gets SGI
+explanation images of a few of its items (the first model, the first SGI protocol), which
+`unbag report OUT` links.
 """
 from __future__ import annotations
 
@@ -44,7 +45,6 @@ else:  # Python 3.10
     import tomli as tomllib
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import benchmarks
@@ -90,7 +90,7 @@ def read_plan(path: str | Path) -> dict:
                          f"got {plan['precision']!r}")
     explain = plan.get("explain", [])
     if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
-        raise UnbagError(f"{path}: field 'explain' must be a list of ctrl item ids, e.g. [\"ood-color-0000\"]")
+        raise UnbagError(f"{path}: field 'explain' must be a list of item ids, e.g. [\"ood-color-0000\"]")
     for name in list(plan.get("models", {})) + list(plan.get("benchmarks")) + list(plan.get("protocols")):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
@@ -149,36 +149,34 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             results.append(res)
             bar.advance(task)
     write_json(root / "summary.json", {"plan": str(path), "cells": [r["cell"] for r in results]})
-    items = plan.get("explain", EXPLAIN_ITEMS)
     sgi = next((protocols[p] for p in plan["protocols"] if protocols[p][0] in SGI_PRESETS), None)
-    ctrl = any(spec == "ctrl" for spec in plan["benchmarks"].values())
-    if items and sgi and ctrl:
-        write_explanations(root, model_specs[next(iter(model_specs))], items, seed, *sgi, device=device)
+    bench = next((spec for spec in plan["benchmarks"].values() if benchmarks.kind(spec).explain), None)
+    items = plan.get("explain", benchmarks.kind(bench).explain if bench else ())
+    if items and sgi and bench:
+        write_explanations(root, model_specs[next(iter(model_specs))], bench, items, seed, *sgi, device=device)
     return results
 
 
-EXPLAIN_ITEMS = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
-
-
-def write_explanations(root: Path, model: str, items: list[str], seed: int, protocol: str, options: dict,
-                       device: str = "cpu") -> Path:
-    """ROOT/explain/ITEM.png for a few generated ctrl items under a plan's first SGI protocol and
-    first model, with ROOT/explain/index.json (file, caption) for the report; existing files are kept."""
+def write_explanations(root: Path, model: str, bench: str, items: list[str], seed: int, protocol: str,
+                       options: dict, device: str = "cpu") -> Path:
+    """ROOT/explain/ITEM.png for a few items of `bench` under a plan's first SGI protocol and first
+    model, with ROOT/explain/index.json (file, caption) for the report; existing files are kept."""
     from .models import load
-    from .sgi.explain import bench_item, explain
+    from .sgi.explain import explain
     from .sgi.protocol import SGIConfig
 
     out = root / "explain"
     out.mkdir(exist_ok=True)
     cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **options})
-    setup = json.loads(json.dumps({"model": model, "seed": seed, "protocol": protocol, "options": cfg.record()}))
+    setup = json.loads(json.dumps({"model": model, "bench": bench, "seed": seed, "protocol": protocol,
+                                   "options": cfg.record()}))
     old = {e["file"]: e for e in json.loads((out / "index.json").read_text())} if (out / "index.json").is_file() else {}
     backend, index = None, []
     for item in items:
         name = f"{item}.png"
         if not ((out / name).is_file() and old.get(name, {}).get("setup") == setup):  # redraw when the setup changed
             backend = backend or load(model, device=device)
-            explain(backend, bench_item("ctrl", item, seed), cfg).save(out / name)
+            explain(backend, benchmarks.load_item(bench, item, seed), cfg).save(out / name)
         index.append({"file": name, "setup": setup, "caption": f"{protocol} on {item} ({model}): each caption "
                       "segment's chosen region and its cosine"})
     write_json(out / "index.json", index)
@@ -206,12 +204,9 @@ def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, opti
         return False
     if res.get("config", {}).get("precision") != precision:
         return False
+    if any(recorded_bench.get(k) != v for k, v in benchmarks.stamp(bench).items()):
+        return False  # made by another renderer
     from .protocols import build
-    from .world.render import RENDER_VERSION
-
-    if (bench == "ctrl" or bench.split(":")[0] == "ctrl-retrieval") \
-            and res.get("benchmark", {}).get("render") != RENDER_VERSION:
-        return False
 
     recorded = json.loads(json.dumps(build(protocol, options, bench)[1]))  # tuples -> lists, as stored
     return (res.get("model") == model and res.get("model_id") == model_id
@@ -250,37 +245,12 @@ def _trained_config(out: Path) -> dict | None:
 
 
 def print_matrix(results: list[dict]) -> None:
-    """ctrl's matrix (rows = model x protocol; columns = group score per category, ID/OOD, and
-    retrieval R@1), then one table per other benchmark, as it declares (benchmarks.Summary)."""
-    from .benchmarks import summary
-    from .reports.table import print_summaries
+    """The matrix of each grid (ctrl's: rows = model x protocol; columns = group score per
+    category, ID/OOD, and retrieval R@1), then one table per other benchmark, as each declares
+    (benchmarks.Summary)."""
+    from .reports.table import print_grids, print_summaries
 
-    rows: dict[tuple[str, str], dict] = {}
-    for r in results:
-        c = r["cell"]
-        if summary(r["benchmark"]["name"]) is None:  # ctrl and its retrieval set: this matrix
-            rows.setdefault((c["model"], c["protocol"]), {}).update(r["metrics"])
-    if rows:
-        _print_ctrl(rows)
-    print_summaries([(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results])
+    cells = [(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results]
+    print_grids(cells)
+    print_summaries(cells)
 
-
-def _print_ctrl(rows: dict[tuple[str, str], dict]) -> None:
-    from rich.table import Table
-
-    from .world.swap import CATEGORIES as cats
-
-    t = Table(title="group score % (ID / OOD) on ctrl; retrieval R@1 % (image->text / text->image)")
-    for h in ["model", "protocol", *cats, "OOD avg c/s/m", "retrieval R@1"]:
-        t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
-    for (m, p), mets in rows.items():
-        cells = []
-        for c in cats:
-            i, o = mets.get(f"id/{c}/group"), mets.get(f"ood/{c}/group")
-            cells.append("" if i is None else f"{100 * i:.1f} / {100 * o:.1f}")
-        ood = [mets.get(f"ood/{c}/group") for c in cats[:3]]
-        cells.append("" if None in ood else f"{100 * sum(ood) / 3:.1f}")
-        r1 = mets.get("all/retrieval/i2t/R@1")
-        cells.append("" if r1 is None else f"{100 * r1:.1f} / {100 * mets['all/retrieval/t2i/R@1']:.1f}")
-        t.add_row(m, p, *cells)
-    Console(width=max(150, Console().width)).print(t)

@@ -23,7 +23,7 @@ def report(tiny_bench, tmp_path_factory):
                  progress=False)
     evaluate("builtin", "ctrl-retrieval:60", out=str(d / "results" / "pre__ret__global.json"), progress=False)
     from unbag.run import write_explanations
-    write_explanations(d, "builtin", ["ood-color-0000"], 0, "sgi", {})
+    write_explanations(d, "builtin", "ctrl", ["ood-color-0000"], 0, "sgi", {})
     import unbag.models
     real, unbag.models.load = unbag.models.load, lambda *a, **k: pytest.fail("the report loaded a model")
     try:
@@ -43,7 +43,7 @@ def test_every_number_links_to_the_file_that_holds_it(report):
         value = json.loads((out / "data" / name).read_text())["metrics"][key]
         assert shown == f"{100 * value:.1f}"
     assert (out / "report.md").read_text().count("](data/") == len(links)
-    assert (out / "explain" / "00-ood-color-0000.png").is_file() and (out / "figures" / "id-vs-ood.png").is_file()
+    assert (out / "explain" / "00-ood-color-0000.png").is_file() and (out / "figures" / "ctrl-id-vs-ood.png").is_file()
     with pytest.raises(UnbagError, match="no such results file"):
         write_report([d / "missing.json"], out.parent / "x")
 
@@ -67,6 +67,7 @@ def test_report_in_a_headless_browser(report):
 
 
 def test_headline_states_the_matrix_from_its_numbers():
+    from unbag.benchmarks import CTRL_GRID
     from unbag.reports.html import headline
 
     def row(i, o):  # the same ID and OOD group score in color, size and material
@@ -74,11 +75,11 @@ def test_headline_states_the_matrix_from_its_numbers():
                 for s, v in (("id", i), ("ood", o))}
     rows = {("pre", "global"): row(0.5, 0.4), ("pre", "SGI"): row(0.9, 0.8), ("pre", "SGI-paper"): row(0.3, 0.2),
             ("FT", "global"): row(0.7, 0.45), ("FT", "SGI"): row(0.92, 0.85)}
-    said = headline(rows)
+    said = headline(rows, CTRL_GRID)
     assert said[0].startswith("Best out-of-distribution binding: SGI on FT, 85.0%")
     assert "global 40.0-45.0; SGI 80.0-85.0; SGI-paper 20.0 (pre only)" in said[1] and "2 models" in said[1]
     assert "FT +20.0 ID / +5.0 OOD" in said[2]
-    assert headline({("pre", "global"): {}}) == []
+    assert headline({("pre", "global"): {}}, CTRL_GRID) == []
 
 
 @pytest.fixture(scope="module")
@@ -112,11 +113,18 @@ def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsy
     printed = capsys.readouterr().out
     for r in results:  # every declared headline metric of every cell is in the page, linked, and printed
         s = benchmarks.summary(r["benchmark"]["name"])
-        if s is None:
+        cell = Path(r["cell"]["file"]).name
+        if s.grid is not None:  # its grid's table: every category score or joined column, linked and printed
+            g = s.grid
+            assert f"<h2>{g.name}: {g.metric} score by category" in page and f"## {g.name}\n" in md
+            assert g.title in printed
+            keys = [g.key(sp, c) for sp in g.splits for c in g.categories] + [k for _, k in g.joined]
+            shown = [k for k in keys if k in r["metrics"]]
+            assert shown and all((cell, k) in linked for k in shown), (cell, shown)
+            assert all(f"{100 * r['metrics'][k]:.1f}" in printed for k in shown)
             continue
         assert f"<h2>{r['benchmark']['name']} (" in page and f"## {r['benchmark']['name']} (" in md
         assert r["benchmark"]["name"] in printed
-        cell = Path(r["cell"]["file"]).name
         for key in s.keys(set(r["metrics"])):
             assert (cell, key) in linked, (cell, key)
         assert f"{100 * r['metrics'][s.headline(r['metrics'])]:.1f}" in printed
@@ -125,7 +133,7 @@ def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsy
                        ("all/retrieval/t2i/R@10", "all/retrieval/t2i/R@10")):
         assert f"<th>{label}</th>" in page, label
     charts = sorted(p.name for p in (out / "figures").glob("bench-*.png"))
-    assert len(charts) == len({r["benchmark"]["name"] for r in results if benchmarks.summary(r["benchmark"]["name"])})
+    assert len(charts) == len({r["benchmark"]["name"] for r in results if benchmarks.summary(r["benchmark"]["name"]).grid is None})
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (.ci/run installs it)")

@@ -14,7 +14,42 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UnbagError
+from ..world.swap import CATEGORIES
 from .base import Benchmark, Item, image_key, load_image
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A benchmark scored per split x category (ctrl). Reports show one row per model and protocol:
+    a column per category (its ID and OOD `metric`), the OOD mean over `average`, then the columns
+    `joined` from the results of benchmarks that share the grid (ctrl-retrieval's recall); a bar
+    chart per category and an ID-vs-OOD scatter over `average`."""
+    name: str  # the section's name in reports
+    title: str  # the terminal table's title
+    categories: tuple[str, ...]
+    average: tuple[str, ...]  # the categories of the OOD mean column
+    chance: float  # of `metric`, drawn in the charts
+    note: str  # what the numbers are, under the tables
+    joined: tuple[tuple[str, str], ...] = ()  # (header, metric key) from the grid's other benchmarks
+    joined_title: str = ""  # the terminal's one column of the joined values, "a / b"
+    splits: tuple[str, ...] = ("id", "ood")
+    metric: str = "group"
+
+    def key(self, split: str, category: str) -> str:
+        return f"{split}/{category}/{self.metric}"
+
+    def mean(self, values: dict, split: str) -> float | None:
+        """The mean of `split`'s scores over `average` (values: metric key -> number), when a row has them all."""
+        got = [values.get(self.key(split, c)) for c in self.average]
+        return None if None in got else sum(got) / len(got)
+
+    def holds(self, metrics: dict) -> bool:
+        """Whether results hold the grid's own scores (not only columns it joins)."""
+        return any(self.key(s, c) in metrics for s in self.splits for c in (*self.categories, "all"))
+
+    @property
+    def mean_header(self) -> str:
+        return f"{self.splits[-1].upper()} avg {'/'.join(c[0] for c in self.average)}"
 
 
 @dataclass(frozen=True)
@@ -27,6 +62,7 @@ class Summary:
     chart: str | tuple[str, ...]
     names: dict = field(default_factory=dict)
     general: str | None = None
+    grid: Grid | None = None  # results shown in this grid's table instead of a table of their own
 
     def headline(self, metrics: set[str] | dict) -> str | None:
         """The chart's metric among `metrics`."""
@@ -63,7 +99,17 @@ class Kind:
     dataset: bool = False  # takes NAME:DIR:DATASET (a standard dataset's name, for its built-in prompts)
     global_only: bool = False  # every image against every text (retrieval, classification)
     sgi: dict = field(default_factory=dict)  # SGI options its images call for, under the user's own
-    summary: Summary | None = None  # its report table and chart; None: the report's ctrl table shows it
+    summary: Summary | None = None  # its report table and chart; None: DEFAULT_SUMMARY
+    # one item by id (spec's path, id, seed) without building the whole benchmark, and the items
+    # `unbag run` draws SGI explanations of by default
+    item: Callable | None = None
+    explain: tuple[str, ...] = ()
+    # a generated benchmark of another size or world (spec's path, seed, items per category and
+    # split or None, style or None)
+    sized: Callable | None = None
+    # what a generated benchmark records of its generator (spec's path -> info values): a result
+    # that recorded others was made by another renderer, and `unbag run` makes it again
+    stamp: Callable | None = None
 
 
 # Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes
@@ -85,6 +131,29 @@ def _ctrl(path: str, image_root: str | None, seed: int):
     return ctrl.load(path) if path else ctrl.generated(seed=seed)
 
 
+def _ctrl_item(path: str, item_id: str, seed: int) -> Benchmark:
+    from . import ctrl
+    return ctrl.generated_item(item_id, seed) if not path else ctrl.load(path).only(item_id)
+
+
+def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | None) -> Benchmark:
+    from . import ctrl
+    if path:
+        raise UnbagError(f"ctrl:{path}: a built benchmark has the size and style it was built with; per_category "
+                         "and style are for the generated ctrl")
+    n = ctrl.DEFAULT_PER_CATEGORY if per_category is None else per_category
+    if style not in (None, "flat", "3d"):
+        raise UnbagError(f"ctrl: style {style!r}: flat or 3d")
+    return ctrl.generated3d(seed=seed, per_category=n) if style == "3d" else ctrl.generated(seed=seed, per_category=n)
+
+
+def _render_stamp(path: str) -> dict:
+    """The renderer version of a generated flat-world benchmark (called for generated specs only: the
+    files of one read from disk are fingerprinted instead)."""
+    from ..world.render import RENDER_VERSION
+    return {"render": RENDER_VERSION}
+
+
 def _ctrl_retrieval(path: str, image_root: str | None, seed: int):
     from .retrieval import ctrl_retrieval
     if path and not path.isdigit():
@@ -94,14 +163,27 @@ def _ctrl_retrieval(path: str, image_root: str | None, seed: int):
 
 PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")
 TWO_BY_TWO = Summary(("all/text", "all/image", "all/group"), "all/group")
-RETRIEVAL = Summary(tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10)),
-                    "all/retrieval/i2t/R@1")
+RETRIEVAL_COLUMNS = tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10))
+RETRIEVAL = Summary(RETRIEVAL_COLUMNS, "all/retrieval/i2t/R@1")
 ZERO_SHOT = Summary(("all/zeroshot/top1", "all/zeroshot/top5", "all/zeroshot/mean_per_class_recall"),
                     "all/zeroshot/top1", general="all/zeroshot/top1")
 
+CTRL_GRID = Grid(
+    "ctrl", "group score % (ID / OOD) on ctrl; retrieval R@1 % (image->text / text->image)", CATEGORIES,
+    average=CATEGORIES[:3], chance=1 / 6,
+    note="Strict '>': ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
+         "(image->text, text->image), ties against the model.",
+    joined=(("R@1 i2t", "all/retrieval/i2t/R@1"), ("R@1 t2i", "all/retrieval/t2i/R@1")),
+    joined_title="retrieval R@1")
+EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
+
 BENCHMARKS: dict[str, Kind] = {
-    "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False),
-    "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True),
+    "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
+                 summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
+                 sized=_ctrl_sized, stamp=_render_stamp),
+    "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
+                           summary=Summary(RETRIEVAL_COLUMNS, "all/retrieval/i2t/R@1", grid=CTRL_GRID),
+                           stamp=_render_stamp),
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", _call("sugarcrepe", "load_sugarcrepe", "path", "image_root"),
                        image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE),
     "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]",
@@ -151,16 +233,21 @@ def _parts(spec: str) -> tuple[Kind, str, str, str | None]:
     return k, name, path, third or None
 
 
-def load(spec: str, seed: int = 0):
-    """Load the benchmark a spec names (`seed`: the world seed of generated ones). Its `spec` is
-    the one given (image root included) and its `info` records the image root and the files'
-    fingerprint (`files_fingerprint`)."""
+def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None):
+    """Load the benchmark a spec names (`seed`: the world seed of generated ones; `per_category`
+    and `style`: the size, items per category and split, and the world, flat or 3d, of a generated
+    one). Its `spec` is the one given (image root included) and its `info` records the image root
+    and the files' fingerprint (`files_fingerprint`)."""
     k, name, path, third = _parts(spec)
     image_root = third if k.image_root else None
     if k.needs_dir and not path:
         raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {k.form} "
                          "(layouts in docs/benchmarks.md)")
-    b = k.loader(path, third, seed)
+    sized = per_category is not None or style is not None
+    if sized and k.sized is None:
+        raise UnbagError(f"per_category and style make a generated benchmark "
+                         f"({', '.join(n for n, x in BENCHMARKS.items() if x.sized)}), not {spec!r}")
+    b = k.sized(path, seed, per_category, style) if sized else k.loader(path, third, seed)
     b.spec = spec
     for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
         for j, c in enumerate(it.captions):
@@ -181,7 +268,7 @@ def files_fingerprint(spec: str) -> str | None:
     a replaced image or another folder changes it."""
     k, _, path, third = _parts(spec)
     image_root = third if k.image_root else None
-    if not path or (not k.needs_dir and path.isdigit()):
+    if generated(spec):
         return None
     h = hashlib.sha256()
     for root in (Path(path), Path(image_root) if image_root else None):
@@ -201,11 +288,31 @@ def files_fingerprint(spec: str) -> str | None:
     return h.hexdigest()
 
 
-def summary(name: str) -> Summary | None:
-    """How results of a benchmark (by the name its results record) are summarised; None for the
-    ones the report's ctrl table shows."""
+def load_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:
+    """The benchmark a spec names, restricted to one item (built alone where the benchmark can)."""
+    k, _, path, _ = _parts(spec)
+    if k.item is not None:
+        return k.item(path, item_id, seed)
+    return load(spec, seed=seed).only(item_id)
+
+
+def generated(spec: str) -> bool:
+    """Whether a spec names a benchmark unbag generates (no files: `ctrl`, `ctrl-retrieval:N`)."""
+    k, _, path, _ = _parts(spec)
+    return not path or (not k.needs_dir and path.isdigit())
+
+
+def stamp(spec: str) -> dict:
+    """What a result made on the benchmark `spec` must have recorded of its generator (the renderer
+    version), {} where nothing is generated."""
+    k, _, path, _ = _parts(spec)
+    return k.stamp(path) if k.stamp and generated(spec) else {}
+
+
+def summary(name: str) -> Summary:
+    """How results of a benchmark (by the name its results record) are summarised."""
     k = BENCHMARKS.get(name)
-    return k.summary if k else DEFAULT_SUMMARY
+    return k.summary if k and k.summary else DEFAULT_SUMMARY
 
 
 def sgi_defaults(name: str) -> dict:
@@ -219,5 +326,5 @@ def forms() -> str:
     return " | ".join(k.form for k in BENCHMARKS.values())
 
 
-__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "kind", "forms", "sgi_defaults", "files_fingerprint", "summary", "Summary",
-           "BENCHMARKS", "PHOTO_SGI"]
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms", "sgi_defaults",
+           "files_fingerprint", "stamp", "summary", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]

@@ -1,6 +1,7 @@
 """What a benchmark hands to scoring: items of images x captions, grouped for the metrics."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 from dataclasses import dataclass, field
@@ -37,6 +38,9 @@ class Benchmark:
     image_size: int | None = None
     metric: str = "winoground"  # winoground (2x2) | pairwise (first caption beats the rest) | itt
     macro: list[str] | None = None  # subsets in the macro average (None: all of them)
+    # how results are bucketed: by the items' `subset` (micro, macro and per subset, plus any other
+    # group key) or, "split/category", per split x category with 'all' levels (ctrl)
+    grouping: str = "subset"
 
     def __len__(self) -> int:
         return len(self.items)
@@ -52,6 +56,14 @@ class Benchmark:
                     return it
             raise KeyError(f"{self.spec}: no item with id {key!r}")
         return self.items[key]
+
+    def only(self, item_id: str) -> "Benchmark":
+        """This benchmark restricted to the item with id `item_id`."""
+        chosen = [it for it in self.items if it.id == item_id]
+        if not chosen:
+            raise UnbagError(f"{self.spec}: no item with id {item_id!r}"
+                             + (f" (ids look like {self.items[0].id!r})" if self.items else ""))
+        return dataclasses.replace(self, items=chosen)
 
     def flat(self) -> tuple[list[ImageRef], list[str], list[str]]:
         """Every image reference, where each comes from (for error messages), and every caption,

@@ -24,7 +24,7 @@ def _item(sw, px: int) -> Item:
 def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64) -> Benchmark:
     """The ctrl benchmark rendered in memory (identical pixels to `unbag world build`)."""
     items = [_item(sw, px) for sw in generate(seed, per_category)]
-    return Benchmark("ctrl", "ctrl", items, image_size=px,
+    return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
                      info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER_VERSION,
                            "source": "generated"})
 
@@ -42,9 +42,19 @@ def generated3d(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int
         items.append(Item(id=sw.id, images=images, captions=sw.captions,
                           group={"split": sw.split, "category": sw.category},
                           meta={k: rec[k] for k in ("segments", "objects", "held_out", "scenes")}))
-    return Benchmark("ctrl", "ctrl", items, image_size=px,
+    return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
                      info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER3D, "style": "3d",
                            "source": "generated"})
+
+
+def validation(seed: int, per_category: int, px: int) -> Benchmark:
+    """In-distribution SWAP items of every category (`seed`: one the test and the feature caches do
+    not use), rendered at px: the split a trainer selects checkpoints on."""
+    from ..world.swap import build_item
+
+    items = [_item(build_item(seed, "id", c, i), px) for c in CATEGORIES for i in range(per_category)]
+    return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
+                     info={"seed": seed, "per_category": per_category, "split": "id", "source": "generated"})
 
 
 def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:
@@ -55,7 +65,8 @@ def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:
     if len(parts) != 3 or parts[0] not in SPLITS or parts[1] not in CATEGORIES or not parts[2].isdigit():
         raise UnbagError(f"ctrl: bad item id {item_id!r}; expected split-category-index, e.g. ood-color-0003")
     it = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px)
-    return Benchmark("ctrl", "ctrl", [it], image_size=px, info={"seed": seed, "size": px, "render": RENDER_VERSION,
+    return Benchmark("ctrl", "ctrl", [it], image_size=px, grouping="split/category",
+                     info={"seed": seed, "size": px, "render": RENDER_VERSION,
                                                                 "source": "generated"})
 
 
@@ -130,6 +141,6 @@ def load(root: str | Path) -> Benchmark:
                           source=f"{items_path}:{n}"))
     if not items:
         raise UnbagError(f"{items_path}: no items")
-    return Benchmark("ctrl", f"ctrl:{root}", items, image_size=side,
+    return Benchmark("ctrl", f"ctrl:{root}", items, image_size=side, grouping="split/category",
                      info={k: meta.get(k) for k in ("seed", "per_category", "size")}
                      | {"render": meta.get("render", 1), "style": style, "source": str(root)})

@@ -33,7 +33,7 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
     out = Path(out)
     entries, g = [], None
     with Progress(disable=not progress) as bar:
-        if data in ("world", "ctrl"):
+        if data == "world":
             from ..world import stream
             task = bar.add_task("negatives", total=n)
             world = WorldGenerator()

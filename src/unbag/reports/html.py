@@ -15,9 +15,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..benchmarks import Grid
 from ..errors import UnbagError
 from ..utils import atomic_dir, check_out
-from ..world.swap import CATEGORIES
 
 CELL = re.compile(r"^(?P<model>[^_]+(?:_[^_]+)*)__(?P<bench>.+)__(?P<protocol>[^_]+(?:_[^_]+)*)\.json$")
 
@@ -92,53 +92,61 @@ def _cell_md(entry: tuple | None) -> str:
     return "" if entry is None else f"[{100 * entry[0]:.1f}](data/{entry[1].data_name})"
 
 
-def main_table(rows) -> tuple[list[str], list[list]]:
-    """Header and cells: per category ID and OOD group score, OOD average, retrieval R@1."""
+def _values(mets: dict) -> dict:
+    """metric key -> value, from a row's entries (value, result, key)."""
+    return {k: e[0] for k, e in mets.items()}
+
+
+def main_table(rows, grid: Grid) -> tuple[list[str], list[list]]:
+    """Header and cells of a grid's table: per category its ID and OOD score, the OOD mean over the
+    grid's `average` categories, then the joined columns (ctrl: retrieval R@1)."""
     head = ["model", "protocol"]
     keys = []
-    for c in CATEGORIES:
-        for s in ("id", "ood"):
+    for c in grid.categories:
+        for s in grid.splits:
             head.append(f"{c} {s.upper()}")
-            keys.append(f"{s}/{c}/group")
-    head += ["OOD avg c/s/m", "R@1 i2t", "R@1 t2i"]
+            keys.append(grid.key(s, c))
+    head += [grid.mean_header, *(h for h, _ in grid.joined)]
     body = []
     for (m, p), mets in rows.items():
         cells = [mets.get(k) for k in keys]
-        a = ood_average(mets)
+        a = grid.mean(_values(mets), grid.splits[-1])
         avg = None if a is None else (a, None, None)  # computed here, no file to link
-        cells += [avg, mets.get("all/retrieval/i2t/R@1"), mets.get("all/retrieval/t2i/R@1")]
+        cells += [avg, *(mets.get(k) for _, k in grid.joined)]
         body.append([m, p, *cells])
     return head, body
 
 
-def figures(rows, out: Path) -> list[tuple[str, str]]:
-    """Bar charts of group score per category (ID and OOD) and an ID-vs-OOD scatter."""
+def figures(rows, out: Path, grid: Grid) -> list[tuple[str, str]]:
+    """Bar charts of a grid's score per category (ID and OOD) and an ID-vs-OOD scatter."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     labels = [f"{m}\n{p}" for m, p in rows]
     made = []
-    for c in CATEGORIES:
-        ids = [100 * mets[f"id/{c}/group"][0] if f"id/{c}/group" in mets else 0 for mets in rows.values()]
-        oods = [100 * mets[f"ood/{c}/group"][0] if f"ood/{c}/group" in mets else 0 for mets in rows.values()]
+    first, last = grid.splits[0], grid.splits[-1]
+    metric = f"{grid.metric} score"
+    for c in grid.categories:
+        ids = [100 * mets[grid.key(first, c)][0] if grid.key(first, c) in mets else 0 for mets in rows.values()]
+        oods = [100 * mets[grid.key(last, c)][0] if grid.key(last, c) in mets else 0 for mets in rows.values()]
         if not any(ids) and not any(oods):
             continue
         fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels)), 3.6))
         x = range(len(labels))
-        ax.bar([i - 0.2 for i in x], ids, 0.4, label="ID", color="#4C72B0")
-        ax.bar([i + 0.2 for i in x], oods, 0.4, label="OOD", color="#DD8452")
-        ax.axhline(100 / 6, color="gray", ls="--", lw=1, label="chance")
+        ax.bar([i - 0.2 for i in x], ids, 0.4, label=first.upper(), color="#4C72B0")
+        ax.bar([i + 0.2 for i in x], oods, 0.4, label=last.upper(), color="#DD8452")
+        ax.axhline(100 * grid.chance, color="gray", ls="--", lw=1, label="chance")
         ax.set_xticks(list(x), labels, fontsize=7, rotation=45, ha="right")
-        ax.set_ylabel("group score %")
+        ax.set_ylabel(f"{metric} %")
         ax.set_ylim(0, 100)
-        ax.set_title(f"{c}: group score, in- and out-of-distribution")
+        ax.set_title(f"{c}: {metric}, in- and out-of-distribution")
         ax.legend(fontsize=7, loc="upper right")
         fig.tight_layout()
-        name = f"figures/category-{c}.png"
+        name = f"figures/{grid.name}-category-{c}.png"
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
-        made.append((name, f"{c}: ID vs OOD group score per model and protocol"))
+        made.append((name, f"{c}: {first.upper()} vs {last.upper()} {metric} per model and protocol"))
     # one colour per model, one marker per protocol: two small legends instead of one per series
     from matplotlib.lines import Line2D
     model_names = list(dict.fromkeys(m for m, _ in rows))
@@ -147,69 +155,63 @@ def figures(rows, out: Path) -> list[tuple[str, str]]:
     markers = "os^DvP*Xh<>p"
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     for (m, p), mets in rows.items():
-        pts = [(100 * mets[f"id/{c}/group"][0], 100 * mets[f"ood/{c}/group"][0]) for c in CATEGORIES[:3]
-               if f"id/{c}/group" in mets and f"ood/{c}/group" in mets]
+        pts = [(100 * mets[grid.key(first, c)][0], 100 * mets[grid.key(last, c)][0]) for c in grid.average
+               if grid.key(first, c) in mets and grid.key(last, c) in mets]
         if pts:
             ax.scatter(*zip(*pts), s=28, color=colours(model_names.index(m) % 10),
                        marker=markers[protocol_names.index(p) % len(markers)], alpha=0.85)
     ax.plot([0, 100], [0, 100], color="gray", lw=1, ls="--")
-    ax.set_xlabel("ID group score %")
-    ax.set_ylabel("OOD group score %")
-    ax.set_title("ID vs OOD (color, size, material)")
+    ax.set_xlabel(f"{first.upper()} {metric} %")
+    ax.set_ylabel(f"{last.upper()} {metric} %")
+    ax.set_title(f"{first.upper()} vs {last.upper()} ({', '.join(grid.average)})")
     by_model = [Line2D([], [], ls="", marker="o", color=colours(k % 10), label=m) for k, m in enumerate(model_names)]
     by_protocol = [Line2D([], [], ls="", color="gray", marker=markers[k % len(markers)], label=p)
                    for k, p in enumerate(protocol_names)]
-    first = ax.legend(handles=by_model, title="model", fontsize=7, title_fontsize=7, loc="upper left")
-    ax.add_artist(first)
+    models_legend = ax.legend(handles=by_model, title="model", fontsize=7, title_fontsize=7, loc="upper left")
+    ax.add_artist(models_legend)
     ax.legend(handles=by_protocol, title="protocol", fontsize=7, title_fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(out / "figures/id-vs-ood.png", dpi=110)
+    name = f"figures/{grid.name}-id-vs-ood.png"
+    fig.savefig(out / name, dpi=110)
     plt.close(fig)
-    made.append(("figures/id-vs-ood.png", "ID vs OOD group score: points below the diagonal lose out of distribution"))
+    made.append((name, f"{first.upper()} vs {last.upper()} {metric}: points below the diagonal lose out of "
+                       "distribution"))
     return made
 
 
-def split_average(mets: dict, split: str) -> float | None:
-    """Mean group score of a split over color / size / material, when the row has all three."""
-    vals = [mets.get(f"{split}/{c}/group") for c in CATEGORIES[:3]]
-    return None if None in vals else sum(v[0] for v in vals) / 3
-
-
-def ood_average(mets: dict) -> float | None:
-    return split_average(mets, "ood")
-
-
-def headline(rows) -> list[str]:
-    """A few sentences on what the matrix shows, computed from its numbers."""
-    avg = {k: ood_average(m) for k, m in rows.items()}
+def headline(rows, grid: Grid) -> list[str]:
+    """A few sentences on what a grid's matrix shows, computed from its numbers."""
+    first, last = grid.splits[0], grid.splits[-1]
+    avg = {k: grid.mean(_values(m), last) for k, m in rows.items()}
     avg = {k: v for k, v in avg.items() if v is not None}
     if not avg:
         return []
     models = list(dict.fromkeys(m for m, _ in avg))
     protocols = list(dict.fromkeys(p for _, p in avg))
+    over = ", ".join(grid.average[:-1]) + f" and {grid.average[-1]}" if len(grid.average) > 1 else grid.average[0]
     out = []
     (bm, bp), best = max(avg.items(), key=lambda kv: kv[1])
-    out.append(f"Best out-of-distribution binding: {bp} on {bm}, {100 * best:.1f}% group score on average "
-               "over color, size and material.")
+    out.append(f"Best out-of-distribution binding: {bp} on {bm}, {100 * best:.1f}% {grid.metric} score on average "
+               f"over {over}.")
     spans = []
     for p in protocols:
         on = [m for m in models if (m, p) in avg]
         vals = [avg[(m, p)] for m in on]
         span = f"{100 * min(vals):.1f}" if len(vals) == 1 else f"{100 * min(vals):.1f}-{100 * max(vals):.1f}"
         spans.append(f"{p} {span}" + (f" ({', '.join(on)} only)" if len(on) < len(models) else ""))
-    out.append(f"OOD average by protocol across {len(models)} model{'s' if len(models) > 1 else ''}: "
+    out.append(f"{last.upper()} average by protocol across {len(models)} model{'s' if len(models) > 1 else ''}: "
                + "; ".join(spans) + ".")
     if len(models) > 1 and "global" in protocols and (models[0], "global") in avg:
-        base = rows[(models[0], "global")]
-        bi, bo = split_average(base, "id"), split_average(base, "ood")
+        base = _values(rows[(models[0], "global")])
+        bi, bo = grid.mean(base, first), grid.mean(base, last)
         moves = []
         for m in models[1:]:
-            mets = rows.get((m, "global"), {})
-            di, do = split_average(mets, "id"), split_average(mets, "ood")
+            mets = _values(rows.get((m, "global"), {}))
+            di, do = grid.mean(mets, first), grid.mean(mets, last)
             if None not in (di, do, bi):
-                moves.append(f"{m} {100 * (di - bi):+.1f} ID / {100 * (do - bo):+.1f} OOD")
+                moves.append(f"{m} {100 * (di - bi):+.1f} {first.upper()} / {100 * (do - bo):+.1f} {last.upper()}")
         if moves:
-            out.append(f"Under global cosine, against {models[0]} (points, mean over color/size/material): "
+            out.append(f"Under global cosine, against {models[0]} (points, mean over {'/'.join(grid.average)}): "
                        + "; ".join(moves) + ".")
     return out
 
@@ -324,40 +326,50 @@ def _figure(name: str, caption: str) -> str:
 
 REPORT_FILES = ("index.html", "report.md", "data", "figures", "explain")  # what a report folder holds
 
-CTRL_NOTE = ("Strict &gt;: ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
-             "(image&rarr;text, text&rarr;image), ties against the model. Every number links to its results file.")
+
+def grids(results: list[Result]) -> list[tuple[Grid, dict]]:
+    """Per grid the results' benchmarks declare (in order of first appearance), its rows (_rows)."""
+    from ..benchmarks import summary
+
+    found: dict[str, tuple[Grid, list[Result]]] = {}
+    for r in results:
+        g = summary(r.res["benchmark"]["name"]).grid
+        if g is not None:
+            found.setdefault(g.name, (g, []))[1].append(r)
+    return [(g, _rows(rs)) for g, rs in found.values()]
 
 
 def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results",
                  overwrite: bool = False) -> Path:
     """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/ from results
     files and run folders (no model is loaded: explanation images come from the run folders): the
-    ctrl table and charts, then a table and chart per other benchmark, as each declares."""
-    from ..benchmarks import summary
+    grid tables and charts (ctrl's), then a table and chart per other benchmark, as each declares."""
     from .table import general_ability
 
     check_out(out, "report", overwrite, REPORT_FILES)  # before reading anything
     results = collect(paths)
-    rows = _rows([r for r in results if summary(r.res["benchmark"]["name"]) is None])
-    head, body = main_table(rows)
     with atomic_dir(out, "report", overwrite, REPORT_FILES) as tmp:
         for sub in ("data", "figures", "explain"):
             (tmp / sub).mkdir()
         for r in results:
             shutil.copyfile(r.file, tmp / "data" / r.data_name)
-        figs = figures(rows, tmp) if rows else []
         sections = summary_sections(results, tmp)
         expl = explanations(paths, tmp)
         v = results[0].res.get("versions", {})
         note = html.escape(f"{len(results)} results files; unbag {v.get('unbag')}, torch {v.get('torch')}, "
                            f"open_clip {v.get('open_clip')}, git {v.get('git_commit')}")
-        body_html, md_body = [], []
-        if rows:
-            body_html += ["<h2>ctrl: group score by category (%, ID / OOD) and general ability</h2>",
-                          _table_html(head, body), f'<p class="note">{CTRL_NOTE}</p>', "<h2>Charts</h2>",
-                          "".join(_figure(n, c) for n, c in figs)]
-            md_body += ["## ctrl", ""] + _table_md(head, body) + ["", "Strict '>': ties count as wrong; chance group "
-                                                                     "16.7.", ""] + [f"![{c}]({n})" for n, c in figs]
+        body_html, md_body, said = [], [], []
+        for grid, rows in grids(results):
+            head, body = main_table(rows, grid)
+            figs = figures(rows, tmp, grid)
+            splits = " / ".join(s.upper() for s in grid.splits)
+            body_html += [f"<h2>{html.escape(grid.name)}: {grid.metric} score by category (%, {splits})</h2>",
+                          _table_html(head, body),
+                          f'<p class="note">{html.escape(grid.note)} Every number links to its results file.</p>',
+                          "<h2>Charts</h2>", "".join(_figure(n, c) for n, c in figs)]
+            md_body += [f"## {grid.name}", ""] + _table_md(head, body) + ["", grid.note, ""] + \
+                [f"![{c}]({n})" for n, c in figs]
+            said += headline(rows, grid)
         general = general_ability([(r.model, r.protocol, r.res, r) for r in results])
         if general:  # a fine-tuning method's cost in general ability, next to its binding scores
             ghead, grows = general
@@ -375,7 +387,6 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
         files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '
                         f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
                         f"{html.escape(str(r.res['benchmark'].get('spec')))})</li>" for r in results)
-        said = headline(rows)
         head_html = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in said) + "</ul>" if said else ""
         (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), headline=head_html, note=note,
                                                     body="\n".join(body_html), explain=expl_html, files=files))

@@ -15,14 +15,10 @@ THUMB, TEXT_W, PAD = 128, 560, 8
 
 def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed: int = 0, style: str = "flat") -> Path:
     """Draw `n` items per split x category: image 0, image 1, then id, held-out combos, captions
-    (`style` picks the world of the generated `ctrl`)."""
-    from ..benchmarks import load, load_image
+    (`style` picks the world of a generated benchmark, which is made `n` items per category)."""
+    from ..benchmarks import generated, kind, load, load_image
 
-    if bench == "ctrl":
-        from ..benchmarks.ctrl import generated, generated3d
-        b = generated3d(seed=seed, per_category=n) if style == "3d" else generated(seed=seed, per_category=n)
-    else:
-        b = load(bench)
+    b = load(bench, seed=seed, per_category=n, style=style) if kind(bench).sized and generated(bench) else load(bench)
     chosen, per = [], {}
     for it in b.items:
         key = (it.group["split"], it.group["category"])

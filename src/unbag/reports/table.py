@@ -4,9 +4,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..benchmarks import Grid, summary
+
 
 def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group")) -> Table:
-    """Rows = categories (+ all), columns = split x metric, from a results dict's flat metrics."""
+    """Rows = categories (+ all), columns = split x metric, from the flat metrics of a results dict
+    of a split x category benchmark."""
     keys = [k.split("/") for k in res["metrics"]]
     splits = sorted({s for s, _, _ in keys if s != "all"}) or ["all"]
     cats = sorted({c for _, c, _ in keys if c != "all"}) + ["all"]
@@ -29,8 +32,10 @@ def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group
 
 
 def print_results(res: dict) -> None:
-    """ctrl results as a category x split table; other benchmarks as a 'subset/metric' listing."""
-    if res["benchmark"]["name"] == "ctrl":
+    """Results of a benchmark with a grid (ctrl) as a category x split table; others as a
+    'subset/metric' listing."""
+    grid = summary(res["benchmark"]["name"]).grid
+    if grid is not None and grid.holds(res["metrics"]):
         Console().print(results_table(res))
         return
     print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
@@ -40,15 +45,13 @@ def print_results(res: dict) -> None:
 
 
 def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str, str, list[str], list[list]]]:
-    """One table per benchmark that declares a summary (benchmarks.Summary), in order of first
-    appearance: (benchmark name, title, header, rows). `cells` are (model, protocol, results dict, ref); a row is
-    model, protocol, then per column (value, ref, metric key) or None."""
-    from ..benchmarks import summary
-
+    """One table per benchmark whose results are not shown in a grid (benchmarks.Summary), in order
+    of first appearance: (benchmark name, title, header, rows). `cells` are (model, protocol,
+    results dict, ref); a row is model, protocol, then per column (value, ref, metric key) or None."""
     groups: dict[str, list] = {}
     for m, p, res, ref in cells:
         name = res["benchmark"]["name"]
-        if summary(name) is not None:
+        if summary(name).grid is None:
             groups.setdefault(name, []).append((m, p, res, ref))
     out = []
     for name, group in groups.items():
@@ -79,13 +82,10 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
     """The general-ability table: per model (and protocol), each dataset's declared general metric
     (zero-shot top-1) and their mean over the datasets it was run on (a blank dataset is left out
     of that mean); None without such results."""
-    from ..benchmarks import summary
-
     per: dict[tuple[str, str], dict[str, tuple]] = {}
     specs: list[str] = []
     for m, p, res, ref in cells:
-        s = summary(res["benchmark"]["name"])
-        key = s.general if s is not None else None
+        key = summary(res["benchmark"]["name"]).general
         if key and key in res["metrics"]:
             spec = res["benchmark"].get("spec", res["benchmark"]["name"])
             specs += [spec] if spec not in specs else []
@@ -97,3 +97,29 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
         mean = sum(v[0] for v in got.values()) / len(got)
         rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None)])
     return ["model", "protocol", *specs, "mean zero-shot top-1"], rows
+
+
+def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
+    """Per grid the cells' benchmarks declare (ctrl's), its matrix on the terminal: rows = model x
+    protocol; a column per category (ID / OOD), the OOD mean, then the joined columns ("a / b")."""
+    grids: dict[str, tuple[Grid, dict]] = {}
+    for m, p, res, _ in cells:
+        g = summary(res["benchmark"]["name"]).grid
+        if g is not None:
+            grids.setdefault(g.name, (g, {}))[1].setdefault((m, p), {}).update(res["metrics"])
+    for grid, rows in grids.values():
+        t = Table(title=grid.title)
+        for h in ["model", "protocol", *grid.categories, grid.mean_header] + ([grid.joined_title] if grid.joined else []):
+            t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
+        for (m, p), mets in rows.items():
+            cells_ = []
+            for c in grid.categories:
+                vals = [mets.get(grid.key(s, c)) for s in grid.splits]
+                cells_.append("" if vals[0] is None else " / ".join("" if v is None else f"{100 * v:.1f}" for v in vals))
+            mean = grid.mean(mets, grid.splits[-1])
+            cells_.append("" if mean is None else f"{100 * mean:.1f}")
+            if grid.joined:
+                vals = [mets.get(k) for _, k in grid.joined]
+                cells_.append("" if vals[0] is None else " / ".join("" if v is None else f"{100 * v:.1f}" for v in vals))
+            t.add_row(m, p, *cells_)
+        Console(width=max(150, Console().width)).print(t)

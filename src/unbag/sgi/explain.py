@@ -170,15 +170,3 @@ def single_item(image: str, caption: str) -> Benchmark:
     return Benchmark("explain", "explain", [Item("input", [image], [caption], {}, source=image)])
 
 
-def bench_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:
-    """The benchmark restricted to one item."""
-    from ..benchmarks import load
-
-    if spec == "ctrl":
-        from ..benchmarks.ctrl import generated_item
-        return generated_item(item_id, seed)
-    b = load(spec, seed=seed)
-    chosen = [it for it in b.items if it.id == item_id]
-    if not chosen:
-        raise UnbagError(f"{spec}: no item with id {item_id!r} (ids look like {b.items[0].id!r})")
-    return Benchmark(b.name, b.spec, chosen, b.info, b.image_size)

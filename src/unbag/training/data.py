@@ -374,7 +374,7 @@ def world_distribution(data: str) -> str:
 
 
 def source_kind(data: str) -> str:
-    if data in ("world", "world3d", "ctrl") or data.startswith(("world:", "world3d:")):
+    if data in ("world", "world3d") or data.startswith(("world:", "world3d:")):
         world_distribution(data)
         return "world"
     if data.startswith("pool:"):

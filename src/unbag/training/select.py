@@ -27,13 +27,8 @@ def parse(spec: str) -> int:
 
 def validation_set(spec: str, px: int) -> Benchmark:
     """In-distribution SWAP items of every category (seed VAL_SEED) rendered at px."""
-    from ..benchmarks.ctrl import _item
-    from ..world.swap import CATEGORIES, build_item
-
-    n = parse(spec)
-    items = [_item(build_item(VAL_SEED, "id", c, i), px) for c in CATEGORIES for i in range(n)]
-    return Benchmark("ctrl", "ctrl", items, image_size=px,
-                     info={"seed": VAL_SEED, "per_category": n, "split": "id", "source": "generated"})
+    from ..benchmarks.ctrl import validation
+    return validation(VAL_SEED, parse(spec), px)
 
 
 @torch.no_grad()
