@@ -192,7 +192,7 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
     Hyperparameters are the CLI's flags as keywords (e.g. steps=600, lr=1e-4); unset ones take the
     method's defaults. `resume=True` continues an interrupted run from OUT/ckpt. A folder `out`
     that holds files unbag did not write is refused unless `overwrite`."""
-    from .heads.train import HEADS
+    from .heads import HEADS
     if not out:
         raise UnbagError("train: give `out`, the folder the run writes")
     hp = {k: v for k, v in hyperparameters.items() if v is not None}
@@ -214,7 +214,7 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
                 overwrite: bool) -> Path:
     from dataclasses import fields
 
-    from .heads.common import HeadConfig
+    from .heads import HeadConfig, head_class
     from .heads.features import FeatureCache
     from .heads.train import HeadTrainConfig, train_head
     arch = {f.name for f in fields(HeadConfig)} - {"kind", "dim", "patches"}
@@ -223,13 +223,9 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
     if unknown:
         raise UnbagError(f"unknown options for head {method}: {', '.join(unknown)}; heads take "
                          f"{', '.join(sorted(arch | run))}")
-    least = 0 if method == "tflocal-li" else 1  # tflocal-li's layers are an optional context
-    if hp.get("layers", least) < least:
-        raise UnbagError(f"--layers {hp['layers']}: head {method} needs at least {least} layer(s)")
-    if hp.get("calibrate") and (method != "tflocal-li" or hp.get("text", "phrases") != "phrases"):
-        raise UnbagError("--calibrate is for tflocal-li over phrases: it scores each phrase against its alternatives")
+    head = HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch})
+    head_class(method).check_config(head)
     if model is not None:
         FeatureCache(data, _backend(model, "cpu"))  # refuses a cache made with other weights
-    cfg = HeadTrainConfig(head=HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch}),
-                          **{k: v for k, v in hp.items() if k in run})
+    cfg = HeadTrainConfig(head=head, **{k: v for k, v in hp.items() if k in run})
     return Path(train_head(data, cfg, out, progress=progress, overwrite=overwrite))

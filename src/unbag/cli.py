@@ -19,7 +19,7 @@ TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", 
 
 def _train(a: argparse.Namespace) -> None:
     from .api import train
-    from .heads.train import HEADS
+    from .heads import HEADS
 
     if a.method in HEADS and a.resume:
         raise UnbagError("heads train in one go from their feature cache; --resume applies to the trainer's methods")

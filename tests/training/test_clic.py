@@ -61,9 +61,9 @@ def test_clic_texts_on_world_pairs():
 
 
 def test_clic_batches_alternate_and_concatenate():
-    ds = TrainBatches("world", 0, 6, 64, 0, 2, mode="clic")
+    ds = TrainBatches("world", 0, 6, 64, 0, 2, mode="concat")
     hard, plain = list(ds)
-    assert hard["mode"] == "clic" and plain["mode"] == "pairs"
+    assert hard["mode"] == "concat" and plain["mode"] == "pairs"
     assert hard["images"].shape == (6, 64, 64, 3) and len(hard["texts"]) == 5 * 6
     assert plain["images"].shape == (6, 64, 64, 3) and len(plain["captions"]) == 6
     # world images are square ("wider" in CLIC's rule): two half-height scenes stacked

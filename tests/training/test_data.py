@@ -57,8 +57,8 @@ def test_csv_negatives_are_pos_swaps(clic_csv):
 
 
 def test_csv_clic_pairs_same_orientation(clic_csv):
-    b = next(batches(str(clic_csv), 0, 4, 64, 0, 1, workers=0, mode="clic"))
-    assert b["mode"] == "clic" and b["images"].shape == (4, 64, 64, 3) and len(b["texts"]) == 20
+    b = next(batches(str(clic_csv), 0, 4, 64, 0, 1, workers=0, mode="concat"))
+    assert b["mode"] == "concat" and b["images"].shape == (4, 64, 64, 3) and len(b["texts"]) == 20
     p1, p3 = b["texts"][0], b["texts"][8]
     assert p1.count(".") == 2 and "square on a table" in p1 and "square on a table" not in p3
 

@@ -95,7 +95,7 @@ def test_every_objective_declares_what_its_batches_hold(method):
     assert issubclass(obj, Objective) and isinstance(obj.needs, Needs) and obj.name == method and obj.defaults
     n = obj.needs
     it = batches("world", 0, 6, 64, 0, 2, 0, twins=n.twins, negatives=n.negatives,
-                 mode="clic" if n.clic else "pairs", typed=4 if n.typed else 0)
+                 mode="concat" if n.concat else "pairs", typed=4 if n.typed else 0)
     keys = set().union(*(set(next(it)) for _ in range(2)))  # CLIC alternates its two kinds of step
     assert ("twin_captions" in keys) == n.twins and ("neg_captions" in keys) == n.negatives
-    assert ("typed_captions" in keys) == n.typed and ("texts" in keys) == n.clic
+    assert ("typed_captions" in keys) == n.typed and ("texts" in keys) == n.concat

@@ -61,7 +61,7 @@ def test_micro_batches_split_samples_and_their_negatives():
     for p in parts:
         assert len(p["twin_images"]) == len(p["twin_of"]) == len(p["twin_captions"])
         assert all(0 <= j < 4 for j in p["twin_of"].tolist())
-    clic = next(batches("world", 0, 4, 64, 0, 1, workers=0, mode="clic"))
+    clic = next(batches("world", 0, 4, 64, 0, 1, workers=0, mode="concat"))
     half = micro_batch(clic, 1, 2)
     assert half["texts"] == [clic["texts"][b * 4 + j] for b in range(5) for j in (2, 3)]
 

@@ -1,24 +1,87 @@
-"""What both alignment heads share: config, text inputs from cache fields, and the match loss."""
+"""What every alignment head shares: its config, the registry, the base class that declares what a
+head reads, text and image inputs from cache fields, and the match loss.
+
+A head is one file: a `Head` subclass registered with `@register_head("NAME")` that declares what
+it attends to (`attends`), the options it takes (`min_layers`, `calibrates`) and, where it has
+them, the features it needs beyond the cache (`bench_fields`) and what it adds to its scores
+(`extra_scores`, `recorded`); heads/__init__.py imports it (CONTRIBUTING.md).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from ..errors import UnbagError
 
 
 @dataclass
 class HeadConfig:
     """Architecture of an alignment head (saved with its checkpoint)."""
-    kind: str = "tflocal"  # tflocal | tflocal-li | tfglobal | tfregions
+    kind: str = "tflocal"  # a registered head's name (HEADS)
     text: str = "phrases"  # phrases (each phrase encoded alone) | tokens (the whole caption's tokens)
     dim: int = 64  # joint-space width of the frozen backbone
     width: int = 64
     layers: int = 1
     heads: int = 4
-    patches: int = 64  # number of image tokens the head attends to (tflocal: patches, tfregions: regions)
-    early: bool = False  # tflocal: attend to first-block patches as well as final ones
-    calibrate: bool = False  # tflocal-li, when scoring: each phrase's score less its closest one-word change's
+    patches: int = 64  # number of image tokens the head attends to (patches or regions)
+    early: bool = False  # patch heads: attend to first-block patches as well as final ones
+    calibrate: bool = False  # heads that calibrate, when scoring: each phrase's score less its closest one-word change's
+
+
+class Head(nn.Module):
+    """An alignment head over frozen features: (image, text) pairs -> one match score each."""
+    name = ""  # set by register_head
+    # its image tokens: "patches" (final-layer patches, plus first-block ones with `early`),
+    # "regions" (SGI's region embeddings, with their sizes) or None (the global image vector only)
+    attends: str | None = "patches"
+    min_layers = 1  # the fewest `layers` it can be built with
+    calibrates = False  # takes `calibrate` (each phrase scored against its one-word alternatives)
+
+    @classmethod
+    def check_config(cls, cfg: HeadConfig) -> None:
+        """Refuse options this head cannot take (the CLI's flag names in the messages)."""
+        if cfg.layers < cls.min_layers:
+            raise UnbagError(f"--layers {cfg.layers}: head {cls.name} needs at least {cls.min_layers} layer(s)")
+        if cfg.calibrate and not (cls.calibrates and cfg.text == "phrases"):
+            calibrating = ", ".join(n for n, h in HEADS.items() if h.calibrates)
+            raise UnbagError(f"--calibrate is for {calibrating} over phrases: it scores each phrase against its "
+                             "alternatives")
+
+    def bench_fields(self, backend, bench, images: list[int], batch_size: int) -> dict:
+        """Fields a benchmark's distinct images (`images`: indices into its flat image list) need
+        beyond the frozen encoder features every head shares; {} for most heads."""
+        return {}
+
+    def extra_scores(self, backend, bench, batch_size: int) -> torch.Tensor | None:
+        """What this head adds to its scores [items, images, captions] on a benchmark (None: nothing)."""
+        return None
+
+    @classmethod
+    def recorded(cls, bench: str) -> dict:
+        """What a result scored with this head records beyond the head's own config."""
+        return {}
+
+
+HEADS: dict[str, type[Head]] = {}
+
+
+def register_head(name: str):
+    """Class decorator: registers a Head under `name` (HeadConfig.kind, `--method`, `head:builtin:NAME`)."""
+    def add(cls: type[Head]) -> type[Head]:
+        cls.name = name
+        HEADS[name] = cls
+        return cls
+    return add
+
+
+def head_class(kind: str) -> type[Head]:
+    """The registered head of a name."""
+    if kind not in HEADS:
+        raise UnbagError(f"unknown head {kind!r}; available: {', '.join(HEADS)}")
+    return HEADS[kind]
 
 
 def text_inputs(fields: dict, text: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -33,8 +96,7 @@ def text_inputs(fields: dict, text: str) -> tuple[torch.Tensor, torch.Tensor]:
 def head_inputs(fields: dict, cfg: HeadConfig) -> tuple[dict, dict]:
     """(image inputs, text inputs) of a head from feature fields: keyword arguments of its forward."""
     text, mask = text_inputs(fields, cfg.text)
-    img = {"img_global": fields["img_global"], "tokens": None if cfg.kind == "tfglobal" else image_tokens(fields, cfg),
-           "tok_size": fields.get("reg_size")}
+    img = {"img_global": fields["img_global"], "tokens": image_tokens(fields, cfg), "tok_size": fields.get("reg_size")}
     txt = {"text": text, "mask": mask, "want": fields.get("phr_want")}
     if cfg.calibrate:
         txt |= {"alt": fields["phr_alt"], "alt_mask": fields["phr_alt_mask"]}
@@ -47,10 +109,13 @@ def match_loss(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(scores, torch.zeros(len(scores), dtype=torch.long, device=scores.device))
 
 
-def image_tokens(fields: dict, cfg: HeadConfig) -> torch.Tensor:
-    """The image tokens a head attends to: SGI regions (tfregions), or final-layer patches plus
-    first-block ones with early."""
-    if cfg.kind == "tfregions":
+def image_tokens(fields: dict, cfg: HeadConfig) -> torch.Tensor | None:
+    """The image tokens a head attends to: SGI regions, or final-layer patches plus first-block
+    ones with early; None for a head of the global vector."""
+    attends = head_class(cfg.kind).attends
+    if attends is None:
+        return None
+    if attends == "regions":
         return fields["img_regions"]
     if not cfg.early:
         return fields["img_patches"]
@@ -60,18 +125,26 @@ def image_tokens(fields: dict, cfg: HeadConfig) -> torch.Tensor:
     return torch.cat([fields["img_patches"], fields["img_patches_early"]], 1)
 
 
+def token_count(index: dict, cfg: HeadConfig) -> int:
+    """How many image tokens a head attends to, from a feature cache's field shapes."""
+    if head_class(cfg.kind).attends == "regions":
+        return index["img_regions"]["shape"][0]
+    return index["img_patches"]["shape"][0] * (2 if cfg.early else 1)
+
+
 def image_fields(cfg: HeadConfig) -> list[str]:
     """Cache fields a head reads for images."""
-    if cfg.kind == "tfregions":
+    attends = head_class(cfg.kind).attends
+    if attends == "regions":
         return ["img_global", "img_regions", "reg_size"]
-    if cfg.kind in ("tflocal", "tflocal-li"):
+    if attends == "patches":
         return ["img_global", "img_patches"] + (["img_patches_early"] if cfg.early else [])
     return ["img_global"]
 
 
 def text_fields(cfg: HeadConfig) -> list[str]:
-    """Cache fields a head reads for texts."""
+    """Cache fields a head reads for texts (regions heads: how many boxes each phrase's region joins)."""
     if cfg.text == "tokens":
         return ["txt_tokens", "txt_mask"]
-    return (["phr_global", "phr_mask"] + (["phr_want"] if cfg.kind == "tfregions" else [])
+    return (["phr_global", "phr_mask"] + (["phr_want"] if head_class(cfg.kind).attends == "regions" else [])
             + (["phr_alt", "phr_alt_mask"] if cfg.calibrate else []))

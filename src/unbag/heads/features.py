@@ -187,13 +187,13 @@ def caption_records(data: str, n: int, seed: int = 0) -> Iterator[tuple[Image.Im
     kind = source_kind(data)
     if kind == "world":
         raise UnbagError("world data has its own feature extractor: use world[:SEED] or swaps[:SEED]")
-    if kind == "wds":
+    if kind == "webdataset":
         for k, rec in enumerate(wds_records(data[len("wds:"):], skip=0)):
             if k == n:
                 return
             yield rec.image, rec.captions[0], []
         return
-    src = DeGLASource(data[len("degla:"):], seed) if kind == "degla" else FileSource.from_spec(data, seed)
+    src = DeGLASource(data[len("degla:"):], seed) if kind == "negatives" else FileSource.from_spec(data, seed)
     for k in range(min(n, len(src.rows))):
         rec = src.record(k)
         yield rec.image, rec.captions[0], list(rec.negatives or [])

@@ -1,17 +1,12 @@
 """Protocol `head:PATH`: a trained alignment head scores each item's candidate pairs.
 
 The head is a cross-encoder, so it scores only the pairs an item asks about (images x captions of
-the item), from frozen features computed once per distinct image and caption.
-
-TFRegions starts as SGI's matching and learns a correction to it; SGI's two structure checks
-(counts, spatial relations: docs/sgi.md) are not learned, so they are added to its score as SGI
-adds them, in the head's units (times its temperature). An untrained TFRegions head therefore
-ranks exactly as default SGI does.
+the item), from frozen features computed once per distinct image and caption. A head adds the
+fields and score terms it declares (TFRegions: SGI's regions and structure checks).
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 
 import torch
 
@@ -20,8 +15,8 @@ from ..errors import UnbagError
 from ..models.base import Backend, weights_id
 from ..scoring import Protocol
 from ..scoring.encode import pixels_of, unique
-from .common import head_inputs
-from .features import alternative_features, image_features, pack_regions, text_features
+from .common import head_class, head_inputs
+from .features import alternative_features, image_features, text_features
 from .train import load_head
 
 # The frozen features of the last benchmark a head scored (key: weights, images, captions): a
@@ -36,7 +31,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
                path: str = "") -> torch.Tensor:
     """Score tensor [items, images, captions] from the head at `path` on `backend`'s features."""
     from ..benchmarks.base import image_key
-    from ..sgi.protocol import SGIConfig, caption_segments, encode_regions
+    from ..sgi.protocol import SGIConfig, caption_segments
 
     head, record = load_head(path)
     model_id = weights_id(backend)
@@ -72,10 +67,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
         fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1])
         if _FEATURES.get("key") == key and sum(t.nbytes for t in fields.values()) <= MEMO_BYTES:
             _FEATURES["fields"] = fields
-    fields = dict(fields)
-    if head.cfg.kind == "tfregions":  # SGI's regions of every distinct image
-        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)
-        fields.update(pack_regions([regions[i] for i in img_order]))
+    fields = {**fields, **head.bench_fields(backend, bench, img_order, batch_size)}
     img, txt = head_inputs(fields, head.cfg)
     img_idx = torch.tensor(img_inv).view(len(items), n_img)
     cap_idx = torch.tensor(cap_inv).view(len(items), n_cap)
@@ -84,33 +76,20 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     pick = lambda d, idx: {n: None if t is None else t[idx] for n, t in d.items()}  # noqa: E731
     out = torch.cat([head(**pick(img, ii[s:s + batch_size]), **pick(txt, cc[s:s + batch_size]))
                      for s in range(0, len(ii), batch_size)]).view(len(items), n_img, n_cap)
-    if head.cfg.kind == "tfregions":
-        out = out + head.logit_scale.exp() * structure_checks(backend, bench, batch_size)
-    return out
-
-
-def structure_checks(backend: Backend, bench: Benchmark, batch_size: int = 256) -> torch.Tensor:
-    """What SGI's count and geometry checks add to each score [items, images, captions] (regions
-    come from SGI's in-memory cache, so this costs the matching, not the encoding)."""
-    from ..sgi.protocol import SGIConfig, score_sgi
-    cfg = replace(SGIConfig.for_benchmark(bench.name), counts="check", relations="geometry")
-    return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True)
+    extra = head.extra_scores(backend, bench, batch_size)
+    return out if extra is None else out + extra
 
 
 def _head(path: str, options: dict, bench: str):
     """The head protocol's builder: scoring with the head in `path`, and what it records."""
     import functools
 
-    from ..sgi.protocol import SGIConfig
     _, record = load_head(path)
-    recorded = {"head": record["head"], "backbone": record["backbone"]}
-    if record["head"]["kind"] == "tfregions":  # SGI's structure checks, added (score_head)
-        cfg = SGIConfig.for_benchmark(bench).record()
-        recorded["sgi_checks"] = {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")}
-        recorded["sgi_regions"] = cfg["regions"]
+    recorded = {"head": record["head"], "backbone": record["backbone"],
+                **head_class(record["head"]["kind"]).recorded(bench)}
     return functools.partial(score_head, path=path), recorded
 
 
 PROTOCOLS: dict[str, Protocol] = {
-    "head:": Protocol("head:PATH | head:builtin:tflocal|tfglobal|tfregions (a trained alignment head)", _head),
+    "head:": Protocol("head:PATH | head:builtin:KIND (a trained alignment head; KIND: a registered head)", _head),
 }

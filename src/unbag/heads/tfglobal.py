@@ -9,10 +9,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .common import HeadConfig
+from .common import Head, HeadConfig, register_head
 
 
-class TFGlobal(nn.Module):
+@register_head("tfglobal")
+class TFGlobal(Head):
+    attends = None  # the global image vector only
+
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg

@@ -10,10 +10,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .common import HeadConfig
+from .common import Head, HeadConfig, register_head
 
 
-class TFLocal(nn.Module):
+@register_head("tflocal")
+class TFLocal(Head):
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg

@@ -27,10 +27,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .common import HeadConfig
+from .common import Head, HeadConfig, register_head
 
 
-class TFLocalLI(nn.Module):
+@register_head("tflocal-li")
+class TFLocalLI(Head):
+    min_layers = 0  # its context layer is optional
+    calibrates = True
+
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg

@@ -11,13 +11,19 @@ assignment); training moves it from there.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import nn
 
-from .common import HeadConfig
+from ..sgi.protocol import SGIConfig, encode_regions, score_sgi
+from .common import Head, HeadConfig, register_head
+from .features import pack_regions
 
 
-class TFRegions(nn.Module):
+@register_head("tfregions")
+class TFRegions(Head):
+    attends = "regions"
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg
@@ -50,3 +56,27 @@ class TFRegions(nn.Module):
         allowed = torch.where(allowed.any(-1, keepdim=True), allowed, real[:, None])  # SGI's fallback
         best = sim.masked_fill(~allowed, float("-inf")).amax(-1).masked_fill(~mask, 0.0)
         return self.logit_scale.exp() * best.sum(1) / mask.sum(1).clamp(min=1)
+
+    def bench_fields(self, backend, bench, images: list[int], batch_size: int) -> dict:
+        """SGI's regions of the benchmark's distinct images, packed as a cache holds them."""
+        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)
+        return pack_regions([regions[i] for i in images])
+
+    def extra_scores(self, backend, bench, batch_size: int) -> torch.Tensor:
+        """SGI's count and geometry checks, not learned, added in the head's units (times its
+        temperature) as SGI adds them: so an untrained head ranks exactly as default SGI."""
+        return self.logit_scale.exp() * structure_checks(backend, bench, batch_size)
+
+    @classmethod
+    def recorded(cls, bench: str) -> dict:
+        """The SGI checks and region source its scores take."""
+        cfg = SGIConfig.for_benchmark(bench).record()
+        return {"sgi_checks": {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")},
+                "sgi_regions": cfg["regions"]}
+
+
+def structure_checks(backend, bench, batch_size: int = 256) -> torch.Tensor:
+    """What SGI's count and geometry checks add to each score [items, images, captions] (regions
+    come from SGI's in-memory cache, so this costs the matching, not the encoding)."""
+    cfg = replace(SGIConfig.for_benchmark(bench.name), counts="check", relations="geometry")
+    return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True)

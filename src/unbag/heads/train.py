@@ -15,14 +15,13 @@ from safetensors.torch import save_file
 from ..errors import UnbagError
 from ..training.engine import lr_lambda, param_groups
 from ..utils import atomic_dir, read_safetensors, versions, whole_numbers
-from .common import HeadConfig, head_inputs, image_fields, match_loss, text_fields
+from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
 from .features import FeatureCache
-from .tfglobal import TFGlobal
-from .tflocal import TFLocal
-from .tflocal_li import TFLocalLI
-from .tfregions import TFRegions
 
-HEADS = {"tflocal": TFLocal, "tflocal-li": TFLocalLI, "tfglobal": TFGlobal, "tfregions": TFRegions}
+
+# what the cache fields a head may miss hold, for the error that names one
+FIELD_NAMES = {"img_patches_early": "early patches", "img_regions": "region features", "reg_size": "region sizes",
+               "phr_want": "each phrase's region size", "txt_tokens": "caption tokens"}
 
 
 @dataclass
@@ -56,9 +55,10 @@ def schedule(cfg: HeadTrainConfig):
 
 
 def build(cfg: HeadConfig) -> torch.nn.Module:
-    if cfg.kind not in HEADS:
-        raise UnbagError(f"unknown head {cfg.kind!r}; available: {', '.join(HEADS)}")
-    return HEADS[cfg.kind](cfg)
+    """A registered head, untrained, for `cfg` (its options checked)."""
+    cls = head_class(cfg.kind)
+    cls.check_config(cfg)
+    return cls(cfg)
 
 
 def _fields(cache: FeatureCache, rows: np.ndarray, cfg: HeadConfig) -> dict:
@@ -97,15 +97,16 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
     rng = np.random.default_rng(cfg.seed)
     fields = cache.index["fields"]
     cfg.head.dim = fields["img_global"]["shape"][0]
-    if cfg.head.early and "img_patches_early" not in fields:
-        raise UnbagError(f"{cache_dir}: this cache has no early patches; rebuild it with `unbag features`")
-    if cfg.head.kind == "tfregions" and "img_regions" not in fields:
-        raise UnbagError(f"{cache_dir}: this cache has no region features; rebuild it with `unbag features`")
+    plain = replace(cfg.head, calibrate=False)  # calibration's alternatives are computed when scoring
+    missing = [n for n in image_fields(plain) + text_fields(plain) if n not in fields]
+    if missing:
+        raise UnbagError(f"{cache_dir}: this cache has no field {missing[0]!r}, which head {cfg.head.kind} reads "
+                         f"({FIELD_NAMES.get(missing[0], 'a feature of another unbag version')}); rebuild it "
+                         "with `unbag features`")
     if cfg.steps and cache.rows < cfg.batch_size:
         raise UnbagError(f"{cache_dir}: the cache has {cache.rows} rows, fewer than a batch ({cfg.batch_size}); "
                          "give a smaller --batch-size or extract more rows")
-    cfg.head.patches = (fields["img_regions"]["shape"][0] if cfg.head.kind == "tfregions"
-                        else fields["img_patches"]["shape"][0] * (2 if cfg.head.early else 1))
+    cfg.head.patches = token_count(fields, cfg.head)
     head = build(cfg.head)
     # calibration is a scoring rule: the correction learns on the plain score (trained on the
     # calibrated one, it lost 12 points of size out of distribution in 300 steps: docs/heads.md)

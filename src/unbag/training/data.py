@@ -256,7 +256,7 @@ class TrainBatches(IterableDataset):
         self.start_step, self.steps, self.mode = start_step, steps, mode
         self.twins, self.negatives, self.rank, self.world = twins, negatives, rank, world
         self.typed = typed
-        if source_kind(data) in ("file", "degla"):
+        if source_kind(data) in ("file", "negatives"):
             rows = len(self._source().rows)  # fail early, in the main process
             if batch_size > rows:
                 raise UnbagError(f"batch size {batch_size} is larger than the {rows} rows of {data}: each image "
@@ -269,7 +269,7 @@ class TrainBatches(IterableDataset):
             if self.data.startswith("pool:"):
                 return WorldSource(self.seed, self.px, pool=self.data[len("pool:"):])
             return WorldSource(self.seed, self.px, world_distribution(self.data), world_style(self.data))
-        if kind == "degla":
+        if kind == "negatives":
             return DeGLASource(self.data[len("degla:"):], self.seed)
         return FileSource.from_spec(self.data, self.seed)
 
@@ -277,7 +277,7 @@ class TrainBatches(IterableDataset):
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
         b = self.batch_size // self.world
-        if source_kind(self.data) == "wds":
+        if source_kind(self.data) == "webdataset":
             yield from self._iter_wds(wid, nw, b)
             return
         src = self._source()
@@ -299,12 +299,12 @@ class TrainBatches(IterableDataset):
 
     def collate(self, src, step: int, ks: list[int]) -> dict:
         recs = src if isinstance(src, list) else None
-        clic_step = self.mode == "clic" and step % 2 == 0  # CLIC alternates: hard-negative, plain CLIP
+        concat_step = self.mode == "concat" and step % 2 == 0  # alternates: concatenated pairs, plain CLIP
         get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
-            k, twins=self.twins or self.negatives, extra=2 if clic_step else 0, typed=self.typed))
+            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed))
         rs = [get(i, k) for i, k in enumerate(ks)]
-        out = {"step": step, "mode": "clic" if clic_step else "pairs"}
-        if clic_step:
+        out = {"step": step, "mode": "concat" if concat_step else "pairs"}
+        if concat_step:
             images, texts = [], [[] for _ in range(5)]
             for i, (r, k) in enumerate(zip(rs, ks)):
                 rng = np.random.default_rng([self.seed, 9, k])
@@ -374,6 +374,8 @@ def world_distribution(data: str) -> str:
 
 
 def source_kind(data: str) -> str:
+    """What a training data spec names: world (a stream or a pool), file, webdataset or negatives
+    (DeGLA's layout); an unknown spec is refused."""
     if data in ("world", "world3d") or data.startswith(("world:", "world3d:")):
         world_distribution(data)
         return "world"
@@ -382,9 +384,9 @@ def source_kind(data: str) -> str:
         read_meta(data[len("pool:"):])
         return "world"
     if data.startswith("wds:"):
-        return "wds"
-    if data.startswith("degla:"):
-        return "degla"
+        return "webdataset"
+    if data.startswith("degla:"):  # DeGLA's released negatives layout
+        return "negatives"
     if data.startswith(("csv:", "jsonl:")) or data.endswith((".csv", ".jsonl")):
         return "file"
     raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "

@@ -325,7 +325,7 @@ class Trainer:
         self.model.train()
         needs = self.objective.needs  # the data pipeline builds what the objective declares
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
-                     cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="clic" if needs.clic else "pairs",
+                     cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="concat" if needs.concat else "pairs",
                      rank=self.rank, world=self.world, typed=cfg.typed_negatives if needs.typed else 0)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]

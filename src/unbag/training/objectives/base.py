@@ -16,7 +16,7 @@ class Needs:
     negatives: bool = False  # one hard-negative caption per sample: `neg_of`, `neg_captions`
     typed: bool = False  # K typed negatives per caption (TrainConfig.typed_negatives): `typed_captions`,
     # `typed_valid`
-    clic: bool = False  # CLIC's batches: every other step concatenated pairs (`texts`: [p1; p2; p3; p4; n])
+    concat: bool = False  # every other step concatenated image pairs (CLIC's batches) (`texts`: [p1; p2; p3; p4; n])
     teacher: bool = False  # an EMA teacher (the engine sets `objective.teacher`; needs ema > 0)
 
 

@@ -44,7 +44,7 @@ def clic_loss(image: torch.Tensor, texts: torch.Tensor, scale: torch.Tensor,
 
 class CLICObjective(Objective):
     name = "clic"
-    needs = Needs(clic=True)
+    needs = Needs(concat=True)
     log_period = 2  # a hard-negative step, then a plain one: the log shows both
     # batch 200 per GPU x 4 in the paper; linear warm-up over 0.2 of the run, cosine to 1e-8
     defaults = dict(lr=1e-6, batch_size=800, warmup=0.2, min_lr=1e-8, eps=1e-8, weight_decay=0.1,
@@ -53,7 +53,7 @@ class CLICObjective(Objective):
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         scale = backend.logit_scale
         image = gather(backend.encode_images(batch["pixels"]).embeds)
-        if batch["mode"] != "clic":
+        if batch["mode"] != "concat":
             text = gather(backend.encode_texts(batch["ids"]).embeds)
             return clip_loss(image, text, scale), {"logit_scale": float(scale.detach()), "clic_step": 0.0}
         text = backend.encode_texts(batch["text_ids"]).embeds
