@@ -197,6 +197,9 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
         raise UnbagError("train: give `out`, the folder the run writes")
     hp = {k: v for k, v in hyperparameters.items() if v is not None}
     data = str(data)
+    if method not in HEADS and "hard_negatives" in hp:
+        raise UnbagError("--no-hard-negatives (hard_negatives) is for the heads; the trainer's methods choose "
+                         "their own negatives")
     if method in HEADS:
         if resume:
             raise UnbagError("heads train in one go from their feature cache; resume applies to the methods")

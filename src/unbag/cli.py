@@ -11,26 +11,39 @@ from .errors import UnbagError, UnbagWarning
 _default_showwarning = warnings.showwarning
 
 
-TRAIN_FLAGS = ("steps", "batch_size", "lr", "min_lr", "warmup", "weight_decay", "eps", "grad_clip", "seed",
-               "workers", "compile", "threads", "ckpt_every", "log_every", "device", "lock_image", "lock_text",
-               "unlock_last", "accum", "precision", "ema", "select", "dense_weight", "swap_weight", "shape_swaps", "text", "width", "layers",
-               "early", "calibrate")
+# `unbag train`'s arguments that are not hyperparameters (every other flag is passed to api.train)
+TRAIN_ARGS = {"cmd", "fn", "method", "model", "data", "out", "resume", "quiet", "overwrite", "no_hard_negatives"}
 
 
 def _train(a: argparse.Namespace) -> None:
     from .api import train
     from .heads import HEADS
 
-    if a.method in HEADS and a.resume:
-        raise UnbagError("heads train in one go from their feature cache; --resume applies to the trainer's methods")
     # `is not`: a zero (--warmup 0, --layers 0) is a value, though 0 == False
-    hp = {k: v for k in TRAIN_FLAGS if (v := getattr(a, k)) is not None and v is not False}
+    hp = {k: v for k, v in vars(a).items() if k not in TRAIN_ARGS and v is not None and v is not False}
     if a.no_hard_negatives:
-        if a.method not in HEADS:
-            raise UnbagError("--no-hard-negatives is for the heads; the trainer's methods choose their own negatives")
         hp["hard_negatives"] = False
     out = train(a.method, a.model, a.data, a.out, resume=a.resume, progress=not a.quiet, overwrite=a.overwrite, **hp)
     print(f"{'head' if a.method in HEADS else 'model'} written to {out}")
+
+
+def _add_method_options(g: argparse._ArgumentGroup) -> None:
+    """A flag for each option a training objective declares (its dataclass fields), named by it."""
+    import dataclasses
+
+    from .training.objectives import OBJECTIVES
+
+    seen: set[str] = set()
+    for name, obj in OBJECTIVES.items():
+        for f in dataclasses.fields(obj.options) if obj.options else ():
+            if f.name in seen:
+                continue
+            seen.add(f.name)
+            flag, help_ = "--" + f.name.replace("_", "-"), f"{name}: {f.metadata.get('help', '')} ({f.default})"
+            if f.type in (bool, "bool"):
+                g.add_argument(flag, action="store_true", default=None, help=help_)
+            else:
+                g.add_argument(flag, type={"float": float, "int": int}.get(str(f.type), str), default=None, help=help_)
 
 
 def _report(a: argparse.Namespace) -> None:
@@ -199,7 +212,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         _default_showwarning(message, category, filename, lineno, file, line)
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(methods: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; `methods`: list the registered methods and their own flags in
+    `train` (it imports torch: main leaves it out unless the command is `train`)."""
     from . import __version__
 
     p = argparse.ArgumentParser(prog="unbag", description="Measure and improve binding in dual encoders.")
@@ -245,8 +260,10 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
-    t.add_argument("--method", default="clip", help="clip | clip-dense | ft | negclip | clic | degla | tflocal | "
-                   "tflocal-li | tfglobal | tfregions")
+    if methods:
+        from .heads import HEADS
+        from .training.objectives import OBJECTIVES
+    t.add_argument("--method", default="clip", help=" | ".join([*OBJECTIVES, *HEADS]) if methods else "a method")
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
@@ -277,12 +294,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--accum", type=int, default=None, help="micro-batches per step (gradient accumulation)")
     g.add_argument("--precision", default=None, help="auto (bf16 on CUDA) | fp32 | bf16 | fp16")
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
-    g.add_argument("--dense-weight", type=float, default=None,
-                   help="clip-dense: weight of the phrase-patch late-interaction loss (1.0)")
-    g.add_argument("--swap-weight", type=float, default=None,
-                   help="clip-dense: weight of the phrase-swap hard-negative loss (1.0)")
-    g.add_argument("--shape-swaps", action="store_true", default=None,
-                   help="clip-dense: the phrase swaps replace shape nouns too, with the caption's other shapes")
+    if methods:
+        _add_method_options(g)
     g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
                    "in-distribution validation score (global cosine, N SWAP items per category)")
     t.add_argument("--seed", type=int, default=None, help="(0)")
@@ -378,7 +391,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = parser(methods=given[:1] == ["train"]).parse_args(argv)
     if getattr(args, "quiet", False):  # transformers' and the hub's bars too (read when they are imported)
         import os
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"

@@ -332,7 +332,8 @@ def F_normalize(x):
 def test_head_warmup_is_steps_or_a_fraction(warmup, steps, want_first):
     from unbag.heads.train import schedule
 
-    from unbag.training.engine import TrainConfig, lr_lambda
+    from unbag.training.engine import TrainConfig
+    from unbag.training.optim import lr_lambda
 
     f = schedule(HeadTrainConfig(steps=steps, warmup=warmup))
     assert f(0) == pytest.approx(want_first)

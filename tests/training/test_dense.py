@@ -111,8 +111,8 @@ def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
     cfg = TrainConfig.for_method("clip-dense", steps=12, batch_size=16, warmup=2, workers=0, ckpt_every=100,
                                  log_every=1, dense_weight=2.0, swap_weight=0.5)
     trainer = Trainer(cfg, tmp_path)
-    assert trainer.objective.dense_weight == 2.0 and trainer.objective.swap_weight == 0.5
-    assert not trainer.objective.shape_swaps
+    assert trainer.objective.opts.dense_weight == 2.0 and trainer.objective.opts.swap_weight == 0.5
+    assert not trainer.objective.opts.shape_swaps
     trainer.fit(progress=False)
     rows = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert all("dense" in r and "swap" in r for r in rows) and rows[-1]["dense"] < rows[0]["dense"]
@@ -123,7 +123,23 @@ def test_clip_dense_with_shape_swaps_on_the_sibling_stream(tmp_path):
     cfg = TrainConfig.for_method("clip-dense", data="world:pretraining-siblings", steps=3, batch_size=16, warmup=1,
                                  workers=0, ckpt_every=100, log_every=1, shape_swaps=True)
     trainer = Trainer(cfg, tmp_path)
-    assert trainer.objective.shape_swaps
+    assert trainer.objective.opts.shape_swaps
     trainer.fit(progress=False)
     rows = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(math.isfinite(r["swap"]) and math.isfinite(r["loss"]) for r in rows)
+
+
+def test_clip_dense_declares_its_options_and_an_older_run_config_still_matches():
+    from dataclasses import asdict
+
+    from unbag.errors import UnbagError
+    from unbag.training.engine import config_diff
+
+    cfg = TrainConfig.for_method("clip-dense", shape_swaps=True)
+    assert cfg.options == {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True}
+    old = json.loads(json.dumps({k: v for k, v in asdict(cfg).items() if k != "options"}))  # as saved
+    old |= {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True}
+    assert config_diff(old, cfg) == []  # a run begun before options moved under `options`
+    assert config_diff(old | {"shape_swaps": False}, cfg) == ["options"]
+    with pytest.raises(UnbagError, match="unknown training options"):
+        TrainConfig.for_method("clip", dense_weight=2.0)  # another method's option

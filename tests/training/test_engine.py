@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from unbag.errors import UnbagError
-from unbag.training.engine import TrainConfig, Trainer, lr_lambda, param_groups
+from unbag.training.engine import TrainConfig, Trainer
+from unbag.training.optim import lr_lambda, param_groups
 from unbag.training.objectives import OBJECTIVES
 
 

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from safetensors.torch import save_file
 
 from ..errors import UnbagError
-from ..training.engine import lr_lambda, param_groups
+from ..training.optim import lr_lambda, param_groups, warmup_steps
 from ..utils import atomic_dir, read_safetensors, versions, whole_numbers
 from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
 from .features import FeatureCache
@@ -43,14 +43,12 @@ class HeadTrainConfig:
 
     @property
     def warmup_steps(self) -> int:
-        return round(self.warmup * self.steps) if 0 < self.warmup < 1 else int(self.warmup)
+        return warmup_steps(self.warmup, self.steps)
 
 
 def schedule(cfg: HeadTrainConfig):
-    """The trainer's learning-rate multiplier (training/engine.py): linear warm-up (steps, or a
+    """The trainer's learning-rate multiplier (training/optim.py): linear warm-up (steps, or a
     fraction of the run if in (0, 1); 0: none) then a cosine to min_lr."""
-    if cfg.warmup < 0:
-        raise UnbagError(f"warm-up {cfg.warmup}: use 0, a number of steps or a fraction of the run")
     return lr_lambda(cfg)
 
 

@@ -9,7 +9,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -24,7 +24,8 @@ from .. import dist
 from . import freeze
 from .data import batches
 from .ema import EMA
-from .objectives import OBJECTIVES
+from .objectives import OBJECTIVES, options_of
+from .optim import lr_lambda, param_groups, warmup_steps
 
 
 RUN_FILES = ("config.json", "log.jsonl", "ckpt", "best", "model", "model_ema")  # what a run folder holds
@@ -65,14 +66,14 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
-    dense_weight: float = 1.0  # clip-dense: weight of the phrase-patch late-interaction loss
-    swap_weight: float = 1.0  # clip-dense: weight of its phrase-swap hard-negative loss
-    shape_swaps: bool = False  # clip-dense: its phrase swaps replace shape nouns too (the caption's other shapes)
     select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
+    options: dict = field(default_factory=dict)  # the method's own options, as its objective declares them
 
     def __post_init__(self) -> None:
         whole_numbers(self, {"steps": 1, "batch_size": 1, "accum": 1, "ckpt_every": 1, "log_every": 1,
                              "workers": 0, "typed_negatives": 0, "unlock_last": 0})
+        if self.method in OBJECTIVES:  # every option recorded, defaults included
+            self.options = options_of(self.method, self.options)
 
     @classmethod
     def for_method(cls, method: str, **overrides) -> "TrainConfig":
@@ -80,16 +81,19 @@ class TrainConfig:
         if method not in OBJECTIVES:
             raise UnbagError(f"unknown method {method!r}; available: {sorted(OBJECTIVES)}")
         names = {f.name for f in fields(cls)}
-        unknown = set(overrides) - names
+        own = set(options_of(method, {}))
+        unknown = set(overrides) - names - own
         if unknown:
-            raise UnbagError(f"unknown training options {sorted(unknown)}")
+            raise UnbagError(f"unknown training options {sorted(unknown)}"
+                             + (f"; method {method} also takes {sorted(own)}" if own else ""))
         kw = dict(OBJECTIVES[method].defaults)
-        kw.update({k: v for k, v in overrides.items() if v is not None})
+        kw.update({k: v for k, v in overrides.items() if v is not None and k not in own})
+        kw["options"] = {**kw.get("options", {}), **{k: v for k, v in overrides.items() if v is not None and k in own}}
         return cls(method=method, **kw)
 
     @property
     def warmup_steps(self) -> int:
-        return round(self.warmup * self.steps) if 0 < self.warmup < 1 else int(self.warmup)
+        return warmup_steps(self.warmup, self.steps)
 
 
 HOW = ("workers", "threads", "device")  # how a run is executed, not what it computes
@@ -98,39 +102,12 @@ HOW = ("workers", "threads", "device")  # how a run is executed, not what it com
 def config_diff(saved: dict, cfg: TrainConfig) -> list[str]:
     """The fields in which a saved run's config differs from `cfg` (execution settings aside)."""
     mine = json.loads(json.dumps(asdict(cfg)))
-    # a field the saved config lacks (a run begun by an older unbag) had its default value
+    # a field the saved config lacks (a run begun by an older unbag) had its default value; such a
+    # run kept the method's options beside the other fields
     default = json.loads(json.dumps(asdict(TrainConfig())))
+    if "options" not in saved:
+        saved = {**saved, "options": options_of(cfg.method, {k: saved[k] for k in mine["options"] if k in saved})}
     return sorted(k for k in mine if saved.get(k, default[k]) != mine[k] and k not in HOW)
-
-
-def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW groups: no decay on ndim<2 tensors, norms, biases, embeddings' gains, logit_scale."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        skip = p.ndim < 2 or "bias" in name or "ln_" in name or "norm" in name or "logit_scale" in name
-        (no_decay if skip else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
-
-
-def lr_lambda(cfg: TrainConfig):
-    """Linear warm-up then cosine to min_lr, as a multiplier of cfg.lr (a warm-up as long as the
-    run is warned about: the rate would never reach cfg.lr)."""
-    warmup = cfg.warmup_steps
-    if warmup >= cfg.steps > 0:
-        warn(f"warm-up of {warmup} steps is not shorter than the run ({cfg.steps} steps): the learning rate "
-             f"peaks at {cfg.lr * cfg.steps / warmup:.3g}, never at lr {cfg.lr:g}; pass a shorter --warmup "
-             "(steps, or a fraction of the run such as 0.1)")
-
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        t = (step - warmup) / max(1, cfg.steps - warmup)
-        floor = cfg.min_lr / cfg.lr
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
-    return f
 
 
 class Trainer:
@@ -160,11 +137,7 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         # parameters outside both towers (logit scale/bias) see the global loss directly
         self.shared = {id(p) for n, p in self.model.named_parameters() if freeze.tower(n) is None}
-        self.objective = OBJECTIVES[cfg.method]()
-        if hasattr(self.objective, "dense_weight"):
-            self.objective.dense_weight = cfg.dense_weight
-            self.objective.swap_weight = cfg.swap_weight
-            self.objective.shape_swaps = cfg.shape_swaps
+        self.objective = OBJECTIVES[cfg.method](**cfg.options)
         self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
         if self.objective.needs.teacher:
             if self.ema is None:

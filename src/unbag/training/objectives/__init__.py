@@ -12,4 +12,10 @@ from .negclip import NegCLIPObjective
 OBJECTIVES: dict[str, type[Objective]] = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective,
               "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective}
 
-__all__ = ["OBJECTIVES", "Needs", "Objective"]
+
+def options_of(method: str, given: dict) -> dict:
+    """A registered method's options, `given` over its defaults."""
+    return OBJECTIVES[method].option_values(given)
+
+
+__all__ = ["OBJECTIVES", "Needs", "Objective", "options_of"]

@@ -1,8 +1,11 @@
-"""What every objective declares: its name, its paper's hyperparameters and the batch fields it reads."""
+"""What every objective declares: its name, its paper's hyperparameters, its own options and the
+batch fields it reads."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar
+
+from ...errors import UnbagError
 
 import torch
 
@@ -26,6 +29,28 @@ class Objective:
     defaults: ClassVar[dict] = {}  # the paper's hyperparameters (TrainConfig.for_method starts from them)
     needs: ClassVar[Needs] = Needs()
     log_period: ClassVar[int] = 1  # steps in its cycle (CLIC alternates two kinds): each log point writes them all
+    # a dataclass of the method's own options (TrainConfig.options; the CLI makes a flag of each
+    # field, its help from the field's metadata), None: it has none
+    options: ClassVar[type | None] = None
+
+    def __init__(self, **options) -> None:
+        self.opts = self.options(**options) if self.options else None
+        if options and self.options is None:
+            raise UnbagError(f"method {self.name} takes no options of its own, got {sorted(options)}")
+
+    @classmethod
+    def option_values(cls, given: dict) -> dict:
+        """Every option of the method, `given` over its defaults (an unknown one is refused)."""
+        if cls.options is None:
+            if given:
+                raise UnbagError(f"method {cls.name} takes no options of its own, got {sorted(given)}")
+            return {}
+        try:
+            return asdict(cls.options(**given))
+        except TypeError:
+            known = sorted(asdict(cls.options()))
+            raise UnbagError(f"method {cls.name}: unknown options {sorted(set(given) - set(known))}; it takes "
+                             f"{', '.join(known)}") from None
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError

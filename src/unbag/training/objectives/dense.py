@@ -20,6 +20,8 @@ Both terms are unbag's own.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn.functional as F
 
@@ -158,15 +160,22 @@ def dense_loss(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.Tensor
     return (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
 
 
+@dataclass
+class DenseOptions:
+    """clip-dense's own options."""
+    dense_weight: float = field(default=1.0, metadata={"help": "weight of the phrase-patch late-interaction loss"})
+    swap_weight: float = field(default=1.0, metadata={"help": "weight of the phrase-swap hard-negative loss"})
+    shape_swaps: bool = field(default=False, metadata={"help": "the phrase swaps replace shape nouns too, with "
+                                                                "the caption's other shapes"})
+
+
 class DenseObjective(Objective):
     """clip_loss + dense_weight * dense_loss + swap_weight * swap_loss (attribute swaps, and shape
     swaps with shape_swaps), with the model's own logit scale for all three."""
 
     name = "clip-dense"
     defaults = dict(ClipObjective.defaults)  # pretraining from scratch, as `clip`
-    dense_weight = 1.0  # set by the engine from TrainConfig.dense_weight
-    swap_weight = 1.0  # set by the engine from TrainConfig.swap_weight
-    shape_swaps = False  # set by the engine from TrainConfig.shape_swaps
+    options = DenseOptions
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         f = backend.encode_images(batch["pixels"], tokens=True)
@@ -175,16 +184,16 @@ class DenseObjective(Objective):
         loss = clip_loss(gather(f.embeds), gather(text), scale)
         dev = text.device
         phrases, owner = caption_phrases(batch["captions"])
-        swaps, swap_owner = all_swaps(phrases, owner, self.shape_swaps) if self.swap_weight else ([], None)
+        swaps, swap_owner = all_swaps(phrases, owner, self.opts.shape_swaps) if self.opts.swap_weight else ([], None)
         # phrases and their swaps through the text tower in one pass
         emb = backend.encode_texts(backend.tokenize(phrases + swaps).to(dev)).embeds
         emb, neg = emb[:len(phrases)], emb[len(phrases):]
         owner = owner.to(dev)
         dense = dense_loss(emb, owner, f.patches, scale)
-        loss = loss + self.dense_weight * dense
+        loss = loss + self.opts.dense_weight * dense
         logs = {"logit_scale": float(scale.detach()), "dense": float(dense.detach())}
         if swaps:
             swap = swap_loss(emb, owner, neg, swap_owner.to(dev), f.patches, scale)
-            loss = loss + self.swap_weight * swap
+            loss = loss + self.opts.swap_weight * swap
             logs["swap"] = float(swap.detach())
         return loss, logs
