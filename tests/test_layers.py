@@ -59,3 +59,34 @@ def test_the_check_sees_function_level_imports(tmp_path):
     # the benchmarks -> world edge comes from inside functions of benchmarks/ctrl.py and retrieval.py
     files = {f for b, f in imports_between_units()["benchmarks"] if b == "world"}
     assert "benchmarks/retrieval.py" in files
+
+
+def _compared_strings(tree: ast.AST):
+    """(line, string) of every string constant a comparison (==, !=, in, not in) tests against."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                vals = list(side.elts) if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                yield from ((node.lineno, v.value) for v in vals if isinstance(v, ast.Constant) and isinstance(v.value, str))
+
+
+def test_no_shared_module_compares_a_benchmark_head_or_method_name():
+    """Benchmark names are compared only in world/ and benchmarks/, a head's only in its own file, a
+    training method's only in its objective's file (models/ is exempt from method names: `clip` is
+    also a model family there); everything else reads what the registries declare."""
+    from unbag.benchmarks import BENCHMARKS
+    from unbag.heads import HEADS
+    from unbag.training.objectives import OBJECTIVES
+
+    found = []
+    for f in sorted(ROOT.rglob("*.py")):
+        rel = f.relative_to(ROOT).as_posix()
+        for line, s in _compared_strings(ast.parse(f.read_text())):
+            if s in BENCHMARKS and not rel.startswith(("world/", "benchmarks/")):
+                found.append(f"{rel}:{line}: benchmark {s!r}")
+            if s in HEADS and rel != f"heads/{HEADS[s].__module__.rsplit('.', 1)[1]}.py":
+                found.append(f"{rel}:{line}: head {s!r}")
+            if s in OBJECTIVES and not rel.startswith("models/") \
+                    and rel != f"training/objectives/{OBJECTIVES[s].__module__.rsplit('.', 1)[1]}.py":
+                found.append(f"{rel}:{line}: method {s!r}")
+    assert not found, found

@@ -125,22 +125,31 @@ def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "
                device=device or default_device(), seed=seed, progress=progress, options=options, precision=precision)
 
 
-def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput, caption: Sequence[str] | str,
-            protocol: str = "sgi", **options: Any) -> "Explanation":
+def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | None = None,
+            caption: Sequence[str] | str | None = None, protocol: str = "sgi", *, bench: str | None = None,
+            item: str | None = None, seed: int = 0, device: str | None = None, **options: Any) -> "Explanation":
     """Which region each caption segment chose under an SGI protocol: `.image` (PIL drawing),
     `.rows` (segment, kind, region, cosine), `.scores` [images, captions], `.table()`, `.save(png)`.
-    A free image takes the photo benchmarks' regions (`selective`, one view), as `unbag eval` on
-    photos does; SGI options override them."""
-    from .benchmarks import PHOTO_SGI
+    Of free `image` and `caption`, or of one `item` (by id) of `bench` (a spec; `seed` of a
+    generated one). A free image takes the photo benchmarks' regions (`selective`, one view), as
+    `unbag eval` on photos does, a benchmark item its benchmark's; SGI options override them."""
+    from . import benchmarks
     from .sgi.presets import SGI_PRESETS
     from .sgi.explain import explain as draw
     from .sgi.protocol import SGIConfig
     if protocol not in SGI_PRESETS:
         raise UnbagError(f"explain draws SGI matches: protocol must be one of {', '.join(SGI_PRESETS)}, "
                          f"got {protocol!r}")
+    if (bench is None) != (item is None) or (item is None) == (image is None or caption is None):
+        raise UnbagError("explain needs image and caption, or bench and item")
     given = {k: v for k, v in options.items() if v is not None}
-    cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **PHOTO_SGI, **given})
-    return draw(_backend(model), _pairs(image, caption, "unbag.explain"), cfg)
+    if item is not None:
+        b = benchmarks.load_item(bench, item, seed=seed)
+        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.sgi_defaults(bench), **given})
+    else:
+        b = _pairs(image, caption, "unbag.explain")
+        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.PHOTO_SGI, **given})
+    return draw(_backend(model, device), b, cfg)
 
 
 def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: int = 20000,

@@ -161,19 +161,13 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
 def _explain(a: argparse.Namespace) -> None:
     from rich.console import Console
 
-    from .api import _backend, explain
-    from .sgi.presets import SGI_PRESETS
-    from .benchmarks import load_item
-    from .sgi.explain import explain as draw
-    from .sgi.protocol import SGIConfig
+    from .api import explain
 
     if a.item:
-        if a.protocol not in SGI_PRESETS:
-            raise UnbagError(f"explain draws SGI matches: --protocol must be one of {', '.join(SGI_PRESETS)}")
-        cfg = SGIConfig.from_options({**SGI_PRESETS[a.protocol], **_sgi_options(a)})
-        exp = draw(_backend(a.model, a.device), load_item(a.bench, a.item, seed=a.seed), cfg)
+        exp = explain(a.model, protocol=a.protocol, bench=a.bench, item=a.item, seed=a.seed, device=a.device,
+                      **_sgi_options(a))
     elif a.image and a.caption:
-        exp = explain(_backend(a.model, a.device), a.image, a.caption, a.protocol, **_sgi_options(a))
+        exp = explain(a.model, a.image, a.caption, a.protocol, device=a.device, **_sgi_options(a))
     else:
         raise UnbagError("explain needs --image and --caption, or --bench and --item")
     Console().print(exp.table())
