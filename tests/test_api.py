@@ -191,3 +191,29 @@ def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
     assert "the paper's SGI" in out and "'ood/all/group'" in out
     assert Image.open(tmp_path / "explain.png").width > 100 and (tmp_path / "head" / "head.json").is_file()
     assert json.loads((tmp_path / "head-results.json").read_text())["protocol"] == "head:head"
+
+
+def test_every_function_and_sgi_option_docs_api_md_names_is_the_codes():
+    """docs/api.md's signatures are the functions' own (names and defaults), and its SGI options are SGI's."""
+    import inspect
+    import re
+    from dataclasses import fields
+    from pathlib import Path
+
+    from unbag.sgi.protocol import SGIConfig
+
+    doc = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    found = re.findall(r"^\| `unbag\.(\w+)\((.*?)\)` \|", doc, re.M)
+    assert {n for n, _ in found} == {"load_model", "load_benchmark", "score", "evaluate", "explain", "features",
+                                    "train", "export"}
+    for name, args in found:
+        params = inspect.signature(getattr(unbag, name)).parameters
+        documented = [a.strip() for a in args.split(",") if a.strip() not in ("*", "")]
+        shown = [a.split("=")[0].lstrip("*") for a in documented]
+        assert shown == list(params), (name, shown, list(params))
+        for a in documented:
+            if "=" in a:
+                key, value = a.split("=", 1)
+                assert value == repr(params[key].default).replace("'", '"'), (name, key, value)
+    row = next(line for line in doc.splitlines() if line.startswith("| `sgi` |"))
+    assert re.findall(r"`(\w+)`", row.rsplit("|", 2)[1]) == [f.name for f in fields(SGIConfig)]

@@ -39,11 +39,13 @@ def load_model(spec: str = "builtin", device: str | None = None) -> "Backend":
     return models.load(spec, device=device or default_device())
 
 
-def load_benchmark(spec: str = "ctrl", seed: int = 0, per_category: int | None = None) -> "Benchmark":
+def load_benchmark(spec: str = "ctrl", seed: int = 0, per_category: int | None = None,
+                   style: str | None = None) -> "Benchmark":
     """A benchmark by spec (any `unbag eval --bench`); iterate it for its items. `per_category`
-    sizes the generated `ctrl` (items per category and split; default 400)."""
+    sizes the generated `ctrl` (items per category and split; default 400) and `style` picks its
+    world (`flat`, the default, or `3d`)."""
     from . import benchmarks
-    return benchmarks.load(spec, seed=seed, per_category=per_category)
+    return benchmarks.load(spec, seed=seed, per_category=per_category, style=style)
 
 
 def _backend(model: "str | Backend", device: str | None = None) -> "Backend":

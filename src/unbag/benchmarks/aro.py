@@ -1,4 +1,4 @@
-"""ARO (Yuksekgonul et al.) in the official layouts (spec benchmarks.md).
+"""ARO (Yuksekgonul et al.) in the official layouts (docs/benchmarks.md).
 
 aro-vgr:DIR   DIR/visual_genome_relation.json (list of {image_path, bbox_x, bbox_y, bbox_w, bbox_h,
               true_caption, false_caption, relation_name}); images in DIR/images/, cropped to the box.

@@ -1,4 +1,4 @@
-"""BiVLC (Miranda et al.) from its parquet release (spec benchmarks.md).
+"""BiVLC (Miranda et al.) from its parquet release (docs/benchmarks.md).
 
 bivlc:DIR   parquet file(s) in DIR (or DIR/data/) with columns image, caption, negative_caption,
             negative_image, type, subtype; images embedded (bytes, or Hugging Face's {bytes, path}).

@@ -1,4 +1,4 @@
-"""SugarCrepe and SugarCrepe++ in their official layouts (spec benchmarks.md).
+"""SugarCrepe and SugarCrepe++ in their official layouts (docs/benchmarks.md).
 
 sugarcrepe:DIR     DIR/data/{add_att,add_obj,replace_att,replace_obj,replace_rel,swap_att,swap_obj}.json,
                    each {"0": {"filename", "caption", "negative_caption"}, ...}; COCO val2017 images

@@ -1,4 +1,4 @@
-"""VALSE (Parcalabescu et al.) in its official layout (spec benchmarks.md).
+"""VALSE (Parcalabescu et al.) in its official layout (docs/benchmarks.md).
 
 valse:DIR   DIR/data/*.json (or DIR/*.json), one file per piece (existence, plurals, counting-hard,
             counting-small-quant, counting-adversarial, relations, action-replacement, actant-swap,

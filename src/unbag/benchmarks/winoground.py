@@ -1,4 +1,4 @@
-"""Winoground (Thrush et al.) in its official layout (spec benchmarks.md).
+"""Winoground (Thrush et al.) in its official layout (docs/benchmarks.md).
 
 winoground:DIR   DIR/data/examples.jsonl (or DIR/examples.jsonl): {id, image_0, image_1, caption_0,
                  caption_1, tag, secondary_tag, num_main_preds, collapsed_tag}; images
