@@ -140,3 +140,18 @@ def test_benchmark_boxes_move_into_the_frame():
     assert sq.shape == (100, 100, 3) and gt == [[0, 30, 10, 40], [90, 60, 100, 70]]
     sq, gt = framed(img, "crop", [[0, 0, 10, 10], [40, 0, 60, 40]])
     assert sq.shape == (40, 40, 3) and gt == [[10, 0, 30, 40]]  # the first box lies outside the crop
+
+
+def test_region_cache_keeps_its_memory_bound_dropping_the_least_recently_used():
+    import torch
+
+    from unbag.sgi.cache import RegionCache
+
+    c = RegionCache(max_bytes=96)  # a [2, 4] float32 tensor is 32 bytes: room for three
+    for k in "abc":
+        c.put(k, torch.zeros(2, 4))
+    assert c.get("a") is not None  # a is now the most recent
+    c.put("d", torch.zeros(2, 4))
+    assert c.get("b") is None and all(c.get(k) is not None for k in "acd") and c.bytes == 96
+    c.put("a", torch.zeros(1, 4))  # replacing an entry counts its new size
+    assert c.bytes == 80 and list(c.mem) == ["c", "d", "a"]
