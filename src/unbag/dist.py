@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 
-def world() -> int:
+def world_size() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
@@ -28,7 +28,7 @@ def rank() -> int:
 
 
 def init(device: str) -> tuple[int, int, str]:
-    """Join the torchrun process group when WORLD_SIZE > 1: (rank, world, device for this rank)."""
+    """Join the torchrun process group when WORLD_SIZE > 1: (rank, world size, device for this rank)."""
     n = int(os.environ.get("WORLD_SIZE", "1"))
     if n > 1 and not dist.is_initialized():
         cuda = device.startswith("cuda")
@@ -37,14 +37,14 @@ def init(device: str) -> tuple[int, int, str]:
             local = int(os.environ.get("LOCAL_RANK", "0"))
             torch.cuda.set_device(local)
             device = f"cuda:{local}"
-    return rank(), world(), device
+    return rank(), world_size(), device
 
 
 def gather(x: torch.Tensor) -> torch.Tensor:
     """Concatenate x over ranks (rank order); only the local slice carries gradient."""
-    if world() == 1:
+    if world_size() == 1:
         return x
-    parts = [torch.empty_like(x) for _ in range(world())]
+    parts = [torch.empty_like(x) for _ in range(world_size())]
     dist.all_gather(parts, x.detach().contiguous())
     parts[rank()] = x
     return torch.cat(parts)
@@ -52,10 +52,10 @@ def gather(x: torch.Tensor) -> torch.Tensor:
 
 def gather_varlen(x: torch.Tensor) -> torch.Tensor:
     """`gather` for tensors whose first dimension differs between ranks."""
-    if world() == 1:
+    if world_size() == 1:
         return x
     n = torch.tensor([len(x)], device=x.device)
-    sizes = [torch.empty_like(n) for _ in range(world())]
+    sizes = [torch.empty_like(n) for _ in range(world_size())]
     dist.all_gather(sizes, n)
     sizes = [int(s) for s in sizes]
     pad = torch.zeros((max(sizes) - len(x), *x.shape[1:]), dtype=x.dtype, device=x.device)
@@ -69,7 +69,7 @@ def gather_varlen(x: torch.Tensor) -> torch.Tensor:
 def sum_grads(params: list[torch.nn.Parameter], shared: set[int] = frozenset()) -> None:
     """Sum gradients over ranks in one flat all_reduce (see the module docstring for why sum);
     parameters whose id() is in `shared` are averaged instead."""
-    if world() == 1:
+    if world_size() == 1:
         return
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
@@ -79,13 +79,13 @@ def sum_grads(params: list[torch.nn.Parameter], shared: set[int] = frozenset()) 
         n = g.numel()
         p.grad = flat[k:k + n].view_as(p).clone()
         if id(p) in shared:
-            p.grad /= world()
+            p.grad /= world_size()
         k += n
 
 
 def broadcast_params(model: torch.nn.Module) -> None:
     """Make every rank start from rank 0's weights."""
-    if world() == 1:
+    if world_size() == 1:
         return
     for t in list(model.parameters()) + list(model.buffers()):
         dist.broadcast(t.data, 0)
@@ -101,5 +101,5 @@ def finish() -> None:
 
 
 def barrier() -> None:
-    if world() > 1:
+    if world_size() > 1:
         dist.barrier()

@@ -50,19 +50,19 @@ def tokenized_alike(backend: Backend, b: Benchmark) -> int:
     return sum(len({row[c] for c in set(it.captions)}) < len(set(it.captions)) for it in b.items)
 
 
-def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world: int) -> torch.Tensor:
+def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world_size: int) -> torch.Tensor:
     """The score tensor; under torchrun each rank scores a contiguous slice of the items and rank 0
     gathers them in order (other ranks get their own slice back)."""
-    if world == 1:
+    if world_size == 1:
         return score_fn(backend, b, batch_size=batch_size, progress=progress)
     import dataclasses
 
     import torch.distributed as tdist
     rank, n = tdist.get_rank(), len(b.items)
-    lo, hi = rank * n // world, (rank + 1) * n // world
+    lo, hi = rank * n // world_size, (rank + 1) * n // world_size
     part = score_fn(backend, dataclasses.replace(b, items=b.items[lo:hi]), batch_size=batch_size,
                     progress=progress and rank == 0) if hi > lo else torch.empty(0)
-    parts = [None] * world
+    parts = [None] * world_size
     tdist.all_gather_object(parts, part.cpu())
     return torch.cat([p for p in parts if p.numel()])
 
@@ -111,18 +111,18 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
                          "is scored with the global protocol only (every image against every text); SGI and "
                          "heads score the candidate pairs of an item")
     from . import dist
-    rank, world, device = dist.init(str(model.device if isinstance(model, Backend) else device))
+    rank, world_size, device = dist.init(str(model.device if isinstance(model, Backend) else device))
     t1 = time.perf_counter()
     backend = model if isinstance(model, Backend) else models.load(model, device=device)
     before, backend.precision = backend.precision, precision
     try:
         return _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress,
-                         rank, world, (t0, t1, time.perf_counter()), precision_of(backend))
+                         rank, world_size, (t0, t1, time.perf_counter()), precision_of(backend))
     finally:
         backend.precision = before
 
 
-def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress, rank, world,
+def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress, rank, world_size,
               times, precision) -> dict:
     t0, t1, t2 = times
     per_item, alike = None, None
@@ -133,7 +133,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         flat, counts = classification_metrics(backend, b, batch_size, progress), {"all": len(b.images)}
         ties, n_items, extra = {}, len(b.images), {"templates": list(b.templates)}
     else:
-        scores = sharded_scores(score_fn, backend, b, batch_size, progress, world)
+        scores = sharded_scores(score_fn, backend, b, batch_size, progress, world_size)
         if rank != 0:  # rank 0 computes the metrics once and writes the files
             return {}
         finite(scores, spec, b.spec)
@@ -153,7 +153,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         **({"tokenized_alike": alike} if alike is not None else {}),
         "seed": seed,
         "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol, "precision": precision,
-                   "processes": world, "options": {**recorded, **extra}},
+                   "processes": world_size, "options": {**recorded, **extra}},
         "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
                     "metrics_s": time.perf_counter() - t3},
         "versions": versions(),

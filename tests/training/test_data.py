@@ -112,11 +112,11 @@ def test_webdataset_shards(tmp_path):
 
 def test_rank_slices_tile_the_global_batch():
     one = next(batches("world", 0, 8, 64, 0, 1, workers=0))
-    parts = [next(batches("world", 0, 8, 64, 0, 1, workers=0, rank=r, world=2)) for r in (0, 1)]
+    parts = [next(batches("world", 0, 8, 64, 0, 1, workers=0, rank=r, world_size=2)) for r in (0, 1)]
     assert parts[0]["captions"] + parts[1]["captions"] == one["captions"]
     assert torch.equal(torch.cat([p["images"] for p in parts]), one["images"])
     with pytest.raises(UnbagError, match="not divisible"):
-        TrainBatches("world", 0, 7, 64, 0, 1, world=2)
+        TrainBatches("world", 0, 7, 64, 0, 1, world_size=2)
 
 
 def test_degla_layout_published_and_unbag_written(tmp_path):

@@ -249,12 +249,12 @@ class TrainBatches(IterableDataset):
 
     def __init__(self, data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
                  mode: str = "pairs", twins: bool = False, negatives: bool = False, rank: int = 0,
-                 world: int = 1, typed: int = 0):
-        if batch_size % world:
-            raise UnbagError(f"batch size {batch_size} is not divisible by {world} processes")
+                 world_size: int = 1, typed: int = 0):
+        if batch_size % world_size:
+            raise UnbagError(f"batch size {batch_size} is not divisible by {world_size} processes")
         self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
         self.start_step, self.steps, self.mode = start_step, steps, mode
-        self.twins, self.negatives, self.rank, self.world = twins, negatives, rank, world
+        self.twins, self.negatives, self.rank, self.world_size = twins, negatives, rank, world_size
         self.typed = typed
         if source_kind(data) in ("file", "negatives"):
             rows = len(self._source().rows)  # fail early, in the main process
@@ -276,7 +276,7 @@ class TrainBatches(IterableDataset):
     def __iter__(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
-        b = self.batch_size // self.world
+        b = self.batch_size // self.world_size
         if source_kind(self.data) == "webdataset":
             yield from self._iter_wds(wid, nw, b)
             return
@@ -395,9 +395,9 @@ def source_kind(data: str) -> str:
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
             workers: int = 1, twins: bool = False, negatives: bool = False, mode: str = "pairs",
-            rank: int = 0, world: int = 1, typed: int = 0) -> Iterator[dict]:
+            rank: int = 0, world_size: int = 1, typed: int = 0) -> Iterator[dict]:
     """Iterate this rank's training batches from `start_step` to `steps`, in step order."""
-    ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world,
+    ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world_size,
                       typed)
     # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
     return iter(DataLoader(ds, batch_size=None, num_workers=workers,

@@ -122,9 +122,9 @@ class Trainer:
             raise UnbagError(f"unknown method {cfg.method!r}; available: {sorted(OBJECTIVES)}")
         if cfg.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise UnbagError(f"precision {cfg.precision!r}: use auto, fp32, bf16 or fp16")
-        self.rank, self.world, device = dist.init(cfg.device)
-        if cfg.batch_size % (self.world * cfg.accum):
-            raise UnbagError(f"batch size {cfg.batch_size} must divide into {self.world} processes "
+        self.rank, self.world_size, device = dist.init(cfg.device)
+        if cfg.batch_size % (self.world_size * cfg.accum):
+            raise UnbagError(f"batch size {cfg.batch_size} must divide into {self.world_size} processes "
                              f"x {cfg.accum} micro-batches")
         self.cfg, self.out = cfg, Path(out)
         if cfg.threads:
@@ -287,7 +287,7 @@ class Trainer:
         dist.barrier()
         if lead:
             write_json(self.out / "config.json", {"config": asdict(cfg), "versions": versions(),
-                                                  "processes": self.world, "precision": self.precision,
+                                                  "processes": self.world_size, "precision": self.precision,
                                                   "parameters": self.frozen})
         self.best, self.val_set = None, None
         if cfg.select and lead:
@@ -299,7 +299,7 @@ class Trainer:
         needs = self.objective.needs  # the data pipeline builds what the objective declares
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
                      cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="concat" if needs.concat else "pairs",
-                     rank=self.rank, world=self.world, typed=cfg.typed_negatives if needs.typed else 0)
+                     rank=self.rank, world_size=self.world_size, typed=cfg.typed_negatives if needs.typed else 0)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0
@@ -313,7 +313,7 @@ class Trainer:
                 recent.append({"step": self.step, "loss": loss, "lr": self.sched.get_last_lr()[0],
                                "grad_norm": gnorm, **extra})
                 self.step += 1
-                n_last += len(raw["images"]) * self.world
+                n_last += len(raw["images"]) * self.world_size
                 if lead and (self.step % cfg.log_every == 0 or self.step == cfg.steps):
                     dt = time.perf_counter() - t_last
                     for rec in recent:  # the last step of each kind the objective alternates between
