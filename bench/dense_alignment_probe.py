@@ -38,7 +38,8 @@ import torch.nn.functional as F
 from unbag import metrics, models
 from unbag.benchmarks.ctrl import generated
 from unbag.scoring.encode import pixels_of
-from unbag.sgi.protocol import SGIConfig, caption_segments
+from unbag.sgi.config import SGIConfig
+from unbag.sgi.encode import caption_segments
 from unbag.sgi.segments import from_grammar
 from unbag.training.objectives.clip import clip_loss
 from unbag.training.objectives.dense import KINDS, alternatives, dense_loss, late_interaction

@@ -83,7 +83,8 @@ def main() -> None:
     from unbag.heads.protocol import _FEATURES
     from unbag.sgi import protocol as proto
     from unbag.sgi.cache import default_cache
-    from unbag.sgi.protocol import SGIConfig, encode_regions
+    from unbag.sgi.config import SGIConfig
+    from unbag.sgi.encode import encode_regions
 
     torch.manual_seed(0)
     backend = models.load(a.model)

@@ -19,7 +19,8 @@ from unbag.scoring import SGI_PRESETS
 from unbag.scoring.cosine import score_global
 from unbag.sgi.cache import RegionCache
 from unbag.sgi import protocol as proto
-from unbag.sgi.protocol import SGIConfig, score_sgi
+from unbag.sgi.config import SGIConfig
+from unbag.sgi.protocol import score_sgi
 from unbag.world.swap import CATEGORIES
 
 # (row name, SGI options): unbag's default first, then one change at a time, then the paper's recipe

@@ -200,7 +200,7 @@ def test_every_function_and_sgi_option_docs_api_md_names_is_the_codes():
     from dataclasses import fields
     from pathlib import Path
 
-    from unbag.sgi.protocol import SGIConfig
+    from unbag.sgi.config import SGIConfig
 
     doc = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
     found = re.findall(r"^\| `unbag\.(\w+)\((.*?)\)` \|", doc, re.M)

@@ -138,7 +138,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     from . import benchmarks
     from .sgi.presets import SGI_PRESETS
     from .sgi.explain import explain as draw
-    from .sgi.protocol import SGIConfig
+    from .sgi.config import SGIConfig
     if protocol not in SGI_PRESETS:
         raise UnbagError(f"explain draws SGI matches: protocol must be one of {', '.join(SGI_PRESETS)}, "
                          f"got {protocol!r}")

@@ -163,7 +163,7 @@ def write_explanations(root: Path, model: str, bench: str, items: list[str], see
     model, with ROOT/explain/index.json (file, caption) for the report; existing files are kept."""
     from .models import load
     from .sgi.explain import explain
-    from .sgi.protocol import SGIConfig
+    from .sgi.config import SGIConfig
 
     out = root / "explain"
     out.mkdir(exist_ok=True)

@@ -204,7 +204,8 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
     from unbag import benchmarks
     from unbag.evaluation import evaluate
     from unbag.heads.protocol import score_head
-    from unbag.sgi.protocol import SGIConfig, score_sgi
+    from unbag.sgi.config import SGIConfig
+    from unbag.sgi.protocol import score_sgi
 
     out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tfregions"), steps=0), tmp_path / "h",
                      progress=False)
@@ -246,7 +247,8 @@ def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(built
     from unbag.heads.features import MAX_ALTS
     from unbag.heads.protocol import score_head
     from unbag.scoring.encode import pixels_of
-    from unbag.sgi.protocol import SGIConfig, caption_segments
+    from unbag.sgi.config import SGIConfig
+    from unbag.sgi.encode import caption_segments
     from unbag.training.objectives.dense import alternatives
 
     def best(texts, patches):

@@ -8,7 +8,9 @@ from unbag import metrics, models
 from unbag.benchmarks.base import Benchmark
 from unbag.benchmarks.ctrl import generated
 from unbag.scoring.cosine import score_global
-from unbag.sgi.protocol import SGIConfig, caption_segments, score_sgi
+from unbag.sgi.config import SGIConfig
+from unbag.sgi.encode import caption_segments
+from unbag.sgi.protocol import score_sgi
 
 pytestmark = pytest.mark.skipif(not models.BUILTIN_WEIGHTS.exists(),
                                 reason="built-in weights not trained yet")

@@ -6,7 +6,10 @@ from unbag import models
 from unbag.benchmarks.ctrl import generated
 from unbag.errors import UnbagError
 from unbag.sgi.cache import RegionCache
-from unbag.sgi.protocol import SGIConfig, aggregate, encode_regions, score_sgi
+from unbag.sgi.config import SGIConfig
+from unbag.sgi.encode import encode_regions
+from unbag.sgi.match import aggregate
+from unbag.sgi.protocol import score_sgi
 from unbag.world.render import render
 from unbag.world.scene import Obj, Scene
 
@@ -61,12 +64,12 @@ def small_bench():
 
 
 def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path, monkeypatch):
-    import unbag.sgi.protocol as proto
+    import unbag.sgi.encode as enc
 
     calls = []
-    real = proto.frame_regions
-    monkeypatch.setattr(proto, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(proto, "_REGIONS", {})  # regions an earlier test found for these images
+    real = enc.frame_regions
+    monkeypatch.setattr(enc, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(enc, "_REGIONS", {})  # regions an earlier test found for these images
     tiny.patch_px()  # probes the encoder once (patch grid); not part of what is counted
     encoded = []
     real_enc = tiny.encode_images
@@ -107,7 +110,7 @@ def test_mixing_is_a_convex_combination(tiny, small_bench):
 
 
 def test_geometry_check_of_relations():
-    from unbag.sgi.protocol import geometry
+    from unbag.sgi.match import geometry
     from unbag.sgi.segments import Segment
 
     segs = [Segment("a cube", "object"), Segment("a ball", "object"),
@@ -119,7 +122,7 @@ def test_geometry_check_of_relations():
 
 
 def test_every_predicate_by_hand():
-    from unbag.sgi.protocol import holds
+    from unbag.sgi.match import holds
 
     a, b = ((0, 0, 10, 10),), ((30, 20, 40, 40),)  # a: left, higher, its bottom edge above b's
     assert holds("left", a, b) and not holds("right", a, b) and holds("right", b, a)
@@ -130,7 +133,8 @@ def test_every_predicate_by_hand():
 
 
 def test_count_check_by_hand():
-    from unbag.sgi.protocol import ImageRegions, count_check
+    from unbag.sgi.encode import ImageRegions
+    from unbag.sgi.match import count_check
     from unbag.sgi.segments import Segment
 
     # four single regions and one union; descriptions 0 ("a star") and 1 ("a cone") as unit vectors
@@ -191,7 +195,7 @@ def test_phase_views_are_averaged_unit_embeddings(tiny, small_bench, monkeypatch
     normalised mean of the two views' normalised embeddings."""
     import torch.nn.functional as F
 
-    import unbag.sgi.protocol as proto
+    import unbag.sgi.regions as proto
     from unbag.sgi.regions import masked, masked_shifted, phase_offsets
 
     assert tiny.patch_px() == 8
@@ -262,7 +266,7 @@ def test_region_cache_tells_apart_two_models_with_one_spec(small_bench):
 def test_a_large_picture_is_resized_once_then_masked():
     from PIL import Image
 
-    from unbag.sgi.protocol import _inputs
+    from unbag.sgi.encode import _inputs
     from unbag.sgi.regions import background_color, masked
 
     tiny = models.load("open_clip:unbag-tiny@random")
@@ -283,7 +287,7 @@ def test_a_large_picture_is_resized_once_then_masked():
 def test_crop_inputs_are_each_region_cut_out_and_squash_resized():
     from PIL import Image
 
-    from unbag.sgi.protocol import _inputs
+    from unbag.sgi.encode import _inputs
     from unbag.sgi.regions import cropped, grid_boxes
 
     tiny = models.load("open_clip:unbag-tiny@random")

@@ -7,7 +7,9 @@ import torch.nn.functional as F
 from unbag import models
 from unbag.benchmarks.ctrl import generated
 from unbag.sgi.cache import RegionCache
-from unbag.sgi.protocol import SGIConfig, encode_regions, score_sgi
+from unbag.sgi.config import SGIConfig
+from unbag.sgi.encode import encode_regions
+from unbag.sgi.protocol import score_sgi
 from unbag.sgi.regions import frame_regions, patch_cover
 
 

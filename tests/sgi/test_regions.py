@@ -97,7 +97,7 @@ def test_objects_at_the_edges_of_non_square_images_survive_mask_mode(shape, spot
     """The encoder centre-crops a non-square image: SGI pads it to a square first, so a region at
     any edge still reaches the encoder (it used to vanish from a 128x48 image's left edge)."""
     from unbag import models
-    from unbag.sgi.protocol import _inputs
+    from unbag.sgi.encode import _inputs
     from unbag.sgi.regions import RegionConfig, framed, regions_for
 
     h, w = shape
@@ -121,7 +121,8 @@ def test_objects_at_the_edges_of_non_square_images_survive_mask_mode(shape, spot
             assert singles == []
     # through SGI's region encoder: each edge object's embedding differs from an empty region's
     from unbag.benchmarks.base import Benchmark, Item
-    from unbag.sgi.protocol import SGIConfig, encode_regions
+    from unbag.sgi.config import SGIConfig
+    from unbag.sgi.encode import encode_regions
     from unbag.sgi.cache import RegionCache
 
     blank_img = np.full((h, w, 3), 200, np.uint8)

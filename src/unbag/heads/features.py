@@ -62,7 +62,8 @@ def region_features(backend: Backend, images: list, sgi: dict | None = None) -> 
     """SGI's region embeddings of images (arrays or refs), padded to MAX_REGIONS, and region sizes
     (`sgi`: SGI options, e.g. the photo benchmarks' region source; default unbag's SGI)."""
     from ..benchmarks.base import Benchmark, Item
-    from ..sgi.protocol import SGIConfig, encode_regions
+    from ..sgi.config import SGIConfig
+    from ..sgi.encode import encode_regions
 
     bench = Benchmark("regions", "regions", [Item(str(k), [im], [], {}) for k, im in enumerate(images)])
     return pack_regions(encode_regions(backend, bench, SGIConfig.from_options(sgi or {})))
@@ -102,7 +103,7 @@ def alternative_features(backend: Backend, phrases: list[list], dim: int) -> dic
 @torch.inference_mode()
 def text_features(backend: Backend, captions: list[str], phrases: list[list]) -> dict:
     """Frozen global and token features of captions, and each phrase (an sgi Segment) encoded on its own."""
-    from ..sgi.protocol import region_count
+    from ..sgi.match import region_count
 
     dev = backend.device
     tx = backend.encode_texts(backend.tokenize(captions).to(dev), tokens=True)

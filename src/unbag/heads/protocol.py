@@ -31,7 +31,8 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
                path: str = "") -> torch.Tensor:
     """Score tensor [items, images, captions] from the head at `path` on `backend`'s features."""
     from ..benchmarks.base import image_key
-    from ..sgi.protocol import SGIConfig, caption_segments
+    from ..sgi.config import SGIConfig
+    from ..sgi.encode import caption_segments
 
     head, record = load_head(path)
     model_id = weights_id(backend)

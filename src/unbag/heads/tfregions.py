@@ -16,7 +16,11 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from ..sgi.protocol import SGIConfig, encode_regions, score_sgi
+from ..sgi.config import SGIConfig
+
+from ..sgi.encode import encode_regions
+
+from ..sgi.protocol import score_sgi
 from .common import Head, HeadConfig, register_head
 from .features import pack_regions
 

@@ -16,7 +16,8 @@ from rich.table import Table
 from ..benchmarks.base import Benchmark, Item, load_image
 from ..errors import UnbagError
 from ..utils import atomic_write
-from .protocol import SGIConfig, score_sgi
+from .config import SGIConfig
+from .protocol import score_sgi
 from .regions import framed
 
 PALETTE = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),

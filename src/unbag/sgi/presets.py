@@ -8,7 +8,8 @@ from typing import Callable
 
 from ..benchmarks import sgi_defaults
 from ..scoring import Protocol
-from .protocol import SGIConfig, score_sgi
+from .config import SGIConfig
+from .protocol import score_sgi
 
 # option values on top of SGIConfig's defaults (unbag's SGI). `sgi:paper`: crops of a sliding grid
 # plus the full image, every segment against every region, one view per region, each segment's

@@ -1,0 +1,205 @@
+"""SGI's two inputs: each distinct image's regions and their embeddings (found once per picture,
+encoded in batches, cached), and each caption's segments."""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from rich.progress import Progress
+
+from ..benchmarks.base import Benchmark, load_image
+from ..models.base import Backend, weights_id
+from ..scoring.encode import unique
+from . import segments as seg
+from .cache import RegionCache, default_cache
+from .regions import (background_color, frame_regions, framed, masked,
+                      masked_shifted, patch_cover, phase_offsets)
+from .config import SGIConfig
+
+def box_of(region) -> tuple[float, float, float, float]:
+    """The box around a region's boxes (x0, y0, x1, y1)."""
+    return (min(b[0] for b in region), min(b[1] for b in region), max(b[2] for b in region),
+            max(b[3] for b in region))
+
+
+@dataclass
+class ImageRegions:
+    """The regions of one image and their L2-normalised embeddings."""
+    regions: list
+    emb: torch.Tensor  # [R, D]
+
+
+def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str, phases: int = 1) -> torch.Tensor:
+    """Encoder inputs [R * V, 3, H, W] for the regions of one image, V views per region (V = phases in
+    mask mode, each view shifting the region to another phase of the patch grid; else 1)."""
+    h, w = backend.image_size
+    if mode == "mask":
+        fill = background_color(arr)
+        if arr.shape[:2] != (h, w) and arr.shape[0] == arr.shape[1] and h == w:
+            # a (square) picture of another size: resized to the model's input once and masked
+            # there, which is what masking first and resizing each input gives, up to interpolation
+            # at the box borders, for a fraction of the cost on photos
+            arr, regions = _resized(arr, regions, h)
+        patch = backend.patch_px() if phases > 1 else None
+        if patch:
+            side = arr.shape[:2]
+            # shifts are set in the benchmark's pixels; rescaled to the model's by preprocess below
+            patch = max(1, round(patch * min(side) / min(h, w)))
+            outs = [masked_shifted(arr, r, fill, dx, dy) for r in regions
+                    for dx, dy in phase_offsets(r, side, patch, phases)]
+        else:
+            outs = [masked(arr, r, fill) for r in regions]
+        if arr.shape[:2] == (h, w):
+            return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
+        return torch.stack([backend.preprocess(Image.fromarray(o)) for o in outs])
+    # crop: squash-resize each crop to the model's input, as the paper does (PIL's crop of the
+    # picture holds the same pixels as cutting the array, without a conversion per region)
+    pic = Image.fromarray(arr)
+    outs = [np.asarray(pic.crop(box_of(r)).resize((w, h), Image.Resampling.BICUBIC)) for r in regions]
+    return backend.normalize_pixels(torch.from_numpy(np.stack(outs)))
+
+
+def _resized(arr: np.ndarray, regions: list, px: int) -> tuple[np.ndarray, list]:
+    """A square picture resized to px x px (bicubic) and its regions' boxes scaled with it (none empty)."""
+    s = px / arr.shape[0]
+
+    def scale(b):
+        x0, y0 = min(px - 1, round(b[0] * s)), min(px - 1, round(b[1] * s))
+        return (x0, y0, max(x0 + 1, round(b[2] * s)), max(y0 + 1, round(b[3] * s)))
+    small = np.asarray(Image.fromarray(arr).resize((px, px), Image.Resampling.BICUBIC))
+    return small, [tuple(scale(b) for b in r) for r in regions]
+
+
+def _views(mode: str, phases: int, backend: Backend) -> int:
+    """Inputs per region: `phases` shifted views in mask mode on a patch encoder, else 1."""
+    return phases if mode == "mask" and phases > 1 and backend.patch_px() else 1
+
+
+def _token_inputs(backend: Backend, arr: np.ndarray, regions: list) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Token mode: the framed picture's pixels [1, 3, H, W] and the patches each region covers."""
+    h, w = backend.image_size
+    px = (backend.normalize_pixels(torch.from_numpy(np.array(arr[None]))) if arr.shape[:2] == (h, w)
+          else backend.preprocess(Image.fromarray(arr))[None])
+    grid = h // backend.patch_px()
+    return px, [torch.from_numpy(patch_cover(r, arr.shape[0], grid)) for r in regions]
+
+
+def region_mode(backend: Backend, mode: str) -> str:
+    """The mode regions are encoded in: `tokens` needs a ViT that can run on a subset of its
+    patch tokens (open_clip and transformers CLIP/SigLIP); other encoders mask pixels instead."""
+    if mode != "tokens":
+        return mode
+    if backend.patch_px():
+        with torch.inference_mode():
+            h, w = backend.image_size
+            probe = backend.encode_patch_subsets(torch.zeros(1, 3, h, w, device=backend.device),
+                                                 [(0, torch.tensor([0]))])
+        if probe is not None:
+            return mode
+    warnings.warn(f"SGI mode 'tokens': {backend.spec} cannot encode a subset of patch tokens; "
+                  "regions are masked in the picture instead (mode 'mask')", stacklevel=3)
+    return "mask"
+
+
+# Regions found per (picture, region config, frame, boxes given): the search does not depend on the
+# model, and one run scores the same images under several models and protocols.
+_REGIONS: dict[tuple, list] = {}
+_REGIONS_MAX = 200_000
+
+
+def framed_regions(arr: np.ndarray, pixels: str, cfg: SGIConfig, gt: list | None) -> tuple[np.ndarray, list]:
+    """`frame_regions`, remembered by the picture's content hash `pixels` within the process."""
+    k = (pixels, cfg.region_cfg, cfg.frame, None if gt is None else tuple(map(tuple, gt)))
+    regions = _REGIONS.get(k)
+    if regions is None:
+        pic, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gt)
+        if len(_REGIONS) >= _REGIONS_MAX:
+            _REGIONS.clear()
+        _REGIONS[k] = regions
+        return pic, regions
+    return (arr if cfg.mode == "crop" else framed(arr, cfg.frame)[0]), regions
+
+
+@torch.inference_mode()
+def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_size: int = 512,
+                   cache: RegionCache | None = None, progress: bool = False) -> list[ImageRegions]:
+    """Regions and embeddings of every distinct image of the benchmark (positions = image refs)."""
+    from ..benchmarks.base import image_key
+
+    cache = cache if cache is not None else (RegionCache(cfg.cache_dir) if cfg.cache_dir else default_cache())
+    refs, wheres, _ = bench.flat()
+    gts = [[o["box"] for o in objs] if objs else None  # the benchmark's object boxes, where it has them
+           for it in bench.items for objs in (it.meta.get("objects") or [None] * len(it.images))]
+    order, inverse = unique([image_key(r) for r in refs])
+    done: dict[int, ImageRegions] = {}
+    pending: list[tuple] = []  # (slot, regions, cache key, inputs[, patches per region in token mode])
+    n_pending = 0  # encoder inputs waiting in `pending`
+    mode = region_mode(backend, cfg.mode)
+    views = _views(mode, cfg.phases, backend)
+    # the image tower's weights, not the spec: two loads of a random or re-saved model differ, and
+    # a text-only fine-tune (CLIC) encodes regions exactly as its base does
+    model_id = weights_id(backend, image_only=True)
+
+    def flush():
+        nonlocal n_pending
+        n_pending = 0
+        if not pending:
+            return
+        x = torch.cat([p[3] for p in pending]).to(backend.device)
+        if mode == "tokens":
+            keep = [(k, idx) for k, p in enumerate(pending) for idx in p[4]]  # one picture per image
+            emb = torch.cat([backend.encode_patch_subsets(x, keep[s:s + batch_size]).float().cpu()
+                             for s in range(0, len(keep), batch_size)])
+        else:
+            emb = torch.cat([backend.encode_images(x[s:s + batch_size]).embeds.float().cpu()
+                             for s in range(0, len(x), batch_size)])
+        emb = F.normalize(emb, dim=-1)
+        emb = F.normalize(emb.view(len(emb) // views, views, -1).mean(1), dim=-1)  # average the views
+        start = 0
+        for slot, regions, key, *_ in pending:
+            e = emb[start:start + len(regions)]
+            start += len(regions)
+            cache.put(key, e)
+            done[slot] = ImageRegions(regions, e)
+        pending.clear()
+
+    with Progress(disable=not progress) as bar:
+        task = bar.add_task("sgi regions", total=len(order))
+        for slot, i in enumerate(order):
+            arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
+            pixels = image_key(arr)
+            arr, regions = framed_regions(arr, pixels, cfg, gts[i])
+            key = cache.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"median/phases{views}")
+            hit = cache.get(key)
+            if hit is not None:
+                done[slot] = ImageRegions(regions, hit)
+            else:
+                if mode == "tokens":
+                    pending.append((slot, regions, key, *_token_inputs(backend, arr, regions)))
+                else:
+                    pending.append((slot, regions, key, _inputs(backend, arr, regions, mode, cfg.phases)))
+                n_pending += len(regions) * views
+                if n_pending >= batch_size:
+                    flush()
+            bar.update(task, advance=1)
+        flush()
+    return [done[j] for j in inverse]
+
+
+def caption_segments(bench: Benchmark, cfg: SGIConfig) -> list[list[seg.Segment]]:
+    """Segments of every caption of the benchmark, item by item, caption by caption."""
+    out = []
+    for it in bench.items:
+        shipped = it.meta.get("segments")
+        for c, text in enumerate(it.captions):
+            if cfg.segmenter == "auto" and shipped:
+                out.append(seg.from_grammar(shipped[c]))
+            elif cfg.segmenter == "rules":
+                out.append(seg.parse_rules(text))
+            else:
+                out.append(seg.parse(text))
+    return out
