@@ -74,7 +74,7 @@ def description(text: str) -> str:
     return ("an " if words[0][0].lower() in "aeiou" else "a ") + " ".join(words)
 
 
-# words between subject and object -> spatial predicate checked on the two regions (sgi/protocol.py,
+# words between subject and object -> spatial predicate checked on the two regions (sgi/match.py,
 # `geometry`): left / right / above / below compare the regions' centres; front / behind compare
 # their bottom edges (on a ground plane, what is nearer the camera reaches lower in the picture).
 # Longer phrases first: "on top of" before "on", "in front of" before "in".
