@@ -15,7 +15,8 @@ import torch
 from unbag import models
 from unbag.benchmarks.ctrl import generated
 from unbag.heads.common import HeadConfig
-from unbag.heads.features import FeatureCache, extract_world
+from unbag.heads.cache import FeatureCache
+from unbag.heads.extract import extract_world
 from unbag.heads import protocol
 from unbag.heads.protocol import score_head
 from unbag.heads.train import HeadTrainConfig, build, step_loss

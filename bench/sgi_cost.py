@@ -15,7 +15,7 @@ import torch
 
 from unbag import metrics, models
 from unbag.benchmarks.ctrl import generated
-from unbag.scoring import SGI_PRESETS
+from unbag.sgi.presets import SGI_PRESETS
 from unbag.scoring.cosine import score_global
 from unbag.sgi.cache import RegionCache
 from unbag.sgi import protocol as proto

@@ -163,7 +163,7 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
     needs them; on photos they cost SGI's region search per image). A folder `out` that holds
     files unbag did not write is refused unless `overwrite`."""
-    from .heads.features import extract_captions, extract_swaps, extract_world
+    from .heads.extract import extract_captions, extract_swaps, extract_world
     check_out(out, "features", overwrite)
     at_least("n", n)
     name, _, seed = data.partition(":")
@@ -229,7 +229,7 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
     from dataclasses import fields
 
     from .heads import HeadConfig, head_class
-    from .heads.features import FeatureCache
+    from .heads.cache import FeatureCache
     from .heads.train import HeadTrainConfig, train_head
     arch = {f.name for f in fields(HeadConfig)} - {"kind", "dim", "patches"}
     run = {f.name for f in fields(HeadTrainConfig)} - {"head"}

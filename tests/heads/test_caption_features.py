@@ -9,7 +9,7 @@ from PIL import Image
 
 from unbag import models
 from unbag.heads.common import HeadConfig, head_inputs, match_loss
-from unbag.heads.features import FeatureCache
+from unbag.heads.cache import FeatureCache
 from unbag.heads.train import _fields, build, step_loss
 
 # crops of scikit-image photographs and what they show
@@ -125,17 +125,17 @@ def test_features_train_and_eval_on_photos_end_to_end(kind, cache, tiny, sugarcr
 
 
 def test_shards_are_written_as_rows_arrive(tmp_path, monkeypatch):
-    from unbag.heads import features
+    from unbag.heads import cache
 
-    monkeypatch.setattr(features, "SHARD", 5)
-    w = features.ShardWriter(tmp_path)
+    monkeypatch.setattr(cache, "SHARD", 5)
+    w = cache.ShardWriter(tmp_path)
     rows = np.arange(12 * 3, dtype=np.float32).reshape(12, 3)
     for s in range(0, 12, 4):  # chunks of 4 rows: a shard is written once 5 rows wait
         w.add({"x": rows[s:s + 4], "k": np.arange(s, s + 4)})
         assert len(list(tmp_path.glob("x-*.npy"))) == (s + 4) // 5
     assert w.finish() == {"x": {"dtype": "float16", "shape": [3]}, "k": {"dtype": "int64", "shape": []}}
     assert [len(np.load(p)) for p in sorted(tmp_path.glob("x-*.npy"))] == [5, 5, 2]
-    (tmp_path / "index.json").write_text(json.dumps({"format": features.FORMAT, "rows": 12, "shard_rows": 5,
+    (tmp_path / "index.json").write_text(json.dumps({"format": cache.FORMAT, "rows": 12, "shard_rows": 5,
                                                      "fields": w.fields, "backbone_id": "", "backbone": ""}))
     c = FeatureCache(tmp_path)
     assert torch.equal(c.get("x", np.array([11, 0, 5, 4])), torch.from_numpy(rows[[11, 0, 5, 4]]))

@@ -7,7 +7,8 @@ import torch
 from unbag import models
 from unbag.errors import UnbagError
 from unbag.heads.common import HeadConfig, head_inputs, match_loss
-from unbag.heads.features import FeatureCache, extract_world
+from unbag.heads.cache import FeatureCache
+from unbag.heads.extract import extract_world
 from unbag.heads.tfglobal import TFGlobal
 from unbag.heads.tflocal import TFLocal
 from unbag.heads.tflocal_li import TFLocalLI
@@ -170,7 +171,7 @@ def test_heads_of_one_model_share_its_features_and_score_as_alone(builtin_cache,
 
 
 def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
-    from unbag.heads.features import extract_swaps
+    from unbag.heads.extract import extract_swaps
 
     c = FeatureCache(extract_swaps(tiny, tmp_path / "s", n=7, chunk=3, progress=False), tiny)
     assert c.rows == 14

@@ -64,7 +64,7 @@ class TFLocalLI(Head):
         `alt` [N, T, A, D] with `alt_mask` [N, T, A] (`img_global`, `tok_size` and `want` are not used)."""
         if self.cfg.calibrate and alt is None:
             raise ValueError("a calibrated TFLocal-LI head scores phrases against their alternatives: "
-                             "give alt and alt_mask (heads.features.alternative_features)")
+                             "give alt and alt_mask (heads/features.py, alternative_features)")
         ctx = tokens + self.pos if self.context is None else self.context(tokens + self.pos)
         u = self.img_proj(torch.cat([tokens, ctx], -1))  # [N, P, w]
 

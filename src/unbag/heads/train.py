@@ -16,7 +16,7 @@ from ..errors import UnbagError
 from ..training.optim import lr_lambda, param_groups, warmup_steps
 from ..utils import atomic_dir, read_safetensors, versions, whole_numbers
 from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
-from .features import FeatureCache
+from .cache import FeatureCache
 
 
 # what the cache fields a head may miss hold, for the error that names one
