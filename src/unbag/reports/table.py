@@ -112,14 +112,15 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
         for h in ["model", "protocol", *grid.categories, grid.mean_header] + ([grid.joined_title] if grid.joined else []):
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for (m, p), mets in rows.items():
-            cells_ = []
-            for c in grid.categories:
-                vals = [mets.get(grid.key(s, c)) for s in grid.splits]
-                cells_.append("" if vals[0] is None else " / ".join("" if v is None else f"{100 * v:.1f}" for v in vals))
+            cells_ = [_joined([mets.get(grid.key(s, c)) for s in grid.splits]) for c in grid.categories]
             mean = grid.mean(mets, grid.splits[-1])
             cells_.append("" if mean is None else f"{100 * mean:.1f}")
             if grid.joined:
-                vals = [mets.get(k) for _, k in grid.joined]
-                cells_.append("" if vals[0] is None else " / ".join("" if v is None else f"{100 * v:.1f}" for v in vals))
+                cells_.append(_joined([mets.get(k) for _, k in grid.joined]))
             t.add_row(m, p, *cells_)
         Console(width=max(150, Console().width)).print(t)
+
+
+def _joined(values: list[float | None]) -> str:
+    """Values in % as "a / b", blank when the first is missing."""
+    return "" if values[0] is None else " / ".join("" if v is None else f"{100 * v:.1f}" for v in values)
