@@ -6,6 +6,7 @@ next to this one) and register it here (CONTRIBUTING.md).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import re
@@ -163,8 +164,8 @@ def _ctrl_retrieval(path: str, image_root: str | None, seed: int):
 
 PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")
 TWO_BY_TWO = Summary(("all/text", "all/image", "all/group"), "all/group")
-RETRIEVAL_COLUMNS = tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10))
-RETRIEVAL = Summary(RETRIEVAL_COLUMNS, "all/retrieval/i2t/R@1")
+RETRIEVAL = Summary(tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10)),
+                    "all/retrieval/i2t/R@1")
 ZERO_SHOT = Summary(("all/zeroshot/top1", "all/zeroshot/top5", "all/zeroshot/mean_per_class_recall"),
                     "all/zeroshot/top1", general="all/zeroshot/top1")
 
@@ -182,7 +183,7 @@ BENCHMARKS: dict[str, Kind] = {
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
                  sized=_ctrl_sized, stamp=_render_stamp),
     "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
-                           summary=Summary(RETRIEVAL_COLUMNS, "all/retrieval/i2t/R@1", grid=CTRL_GRID),
+                           summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp),
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", _call("sugarcrepe", "load_sugarcrepe", "path", "image_root"),
                        image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE),

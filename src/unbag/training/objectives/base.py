@@ -34,9 +34,8 @@ class Objective:
     options: ClassVar[type | None] = None
 
     def __init__(self, **options) -> None:
-        self.opts = self.options(**options) if self.options else None
-        if options and self.options is None:
-            raise UnbagError(f"method {self.name} takes no options of its own, got {sorted(options)}")
+        values = self.option_values(options)  # an unknown option is refused, named
+        self.opts = self.options(**values) if self.options else None
 
     @classmethod
     def option_values(cls, given: dict) -> dict:
