@@ -80,9 +80,6 @@ def main() -> None:
     from unbag import benchmarks, models
     from unbag.api import features, train
     from unbag.evaluation import evaluate
-    from unbag.heads.protocol import _FEATURES
-    from unbag.sgi import protocol as proto
-    from unbag.sgi.cache import default_cache
     from unbag.sgi.config import SGIConfig
     from unbag.sgi.encode import encode_regions
 
@@ -99,8 +96,6 @@ def main() -> None:
                                      ("sgi, mode=tokens (patches of each region)", "sgi", {"mode": "tokens"}),
                                      ("sgi:paper (grid crops)", "sgi:paper", {}),
                                      ("sgi:paper, mode=tokens", "sgi:paper", {"mode": "tokens"})):
-            default_cache().mem.clear()  # cold: no region embeddings from the run before
-            proto._REGIONS.clear()  # nor regions
             t, res = timed(lambda: evaluate(backend, bench, protocol, progress=False, options=opts))
             runs[name] = (t, res["metrics"]["all/acc"])
         cfg = SGIConfig.for_benchmark("sugarcrepe")
@@ -113,21 +108,18 @@ def main() -> None:
                                                n=n_img, regions=False))
         t_train, head = timed(lambda: train("tflocal", backend, str(cache), Path(tmp) / "head", steps=50,
                                             batch_size=32, progress=False))
-        _FEATURES.clear()
         t, res = timed(lambda: evaluate(backend, bench, f"head:{head}", progress=False))
         runs["TFLocal head (patch tokens)"] = (t, res["metrics"]["all/acc"])
         li = train("tflocal-li", backend, str(cache), Path(tmp) / "head-li", steps=50, batch_size=32, lr=3e-4,
                    progress=False)
-        _FEATURES.clear()  # cold, as the first head of a plan
         t, res = timed(lambda: evaluate(backend, bench, f"head:{li}", progress=False))
         runs["TFLocal-LI head (patch tokens)"] = (t, res["metrics"]["all/acc"])
         cal = train("tflocal-li", backend, str(cache), Path(tmp) / "head-li-cal", steps=50, batch_size=32, lr=3e-4,
                     calibrate=True, progress=False)  # the same weights, scored calibrated
-        _FEATURES.clear()
         t, res = timed(lambda: evaluate(backend, bench, f"head:{cal}", progress=False))
         runs["TFLocal-LI head, calibrated"] = (t, res["metrics"]["all/acc"])
     g = runs["global"][0]
-    print(f"{a.model}, {n_img} photos (640 x 480), {n_items} SugarCrepe-layout items, one run, cold caches")
+    print(f"{a.model}, {n_img} photos (640 x 480), {n_items} SugarCrepe-layout items, one run, cold caches (each call its own JobCache)")
     print(f"{'protocol':42s} {'seconds':>8s} {'x global':>9s} {'acc':>6s}")
     for name, (t, acc) in runs.items():
         print(f"{name:42s} {t:8.1f} {t / g:9.1f} {acc:6.3f}")

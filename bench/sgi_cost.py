@@ -17,8 +17,6 @@ from unbag import metrics, models
 from unbag.benchmarks.ctrl import generated
 from unbag.sgi.presets import SGI_PRESETS
 from unbag.scoring.cosine import score_global
-from unbag.sgi.cache import RegionCache
-from unbag.sgi import protocol as proto
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.protocol import score_sgi
 from unbag.world.swap import CATEGORIES
@@ -50,8 +48,7 @@ def main() -> None:
     rows = [("global", t_global, g)]
     for name, options in CONFIGS:
         cfg = SGIConfig.from_options(options)
-        proto._REGIONS.clear()  # cold: no regions remembered from the row before
-        s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg, cache=RegionCache()))
+        s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg))  # cold: a fresh job cache
         rows.append((name, t, s))
     groups = [it.group for it in bench.items]
     print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}; group scores ID/OOD (%)")

@@ -1,14 +1,14 @@
 """unbag: measure and improve attribute/relation binding in dual-encoder vision-language models.
 
 The public API (docs/api.md): `load_model`, `load_benchmark`, `score`, `evaluate`, `explain`,
-`features`, `train`, `export`. They are imported on first use, so `import unbag` loads neither torch nor
+`features`, `train`, `export`, and `JobCache` (memory calls of one job share). They are imported on first use, so `import unbag` loads neither torch nor
 any model.
 """
 from .errors import UnbagError, UnbagWarning
 
 __version__ = "0.1.0"
 __all__ = ["UnbagError", "UnbagWarning", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
-           "features", "train", "export"]
+           "features", "train", "export", "JobCache"]
 _API = frozenset(__all__[3:])
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
+from .cache import JobCache
 from .errors import UnbagError
 from .utils import at_least, check_out
 
@@ -101,13 +102,14 @@ def _pairs(images: Any, captions: Any, name: str) -> "Benchmark":
 
 def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, captions: Sequence[str] | str,
           protocol: str = "global", *, batch_size: int = 256, progress: bool = False,
-          **options: Any) -> "torch.Tensor":
+          cache: JobCache | None = None, **options: Any) -> "torch.Tensor":
     """Scores [len(images), len(captions)] of every image against every caption under `protocol`
-    (`global`, `sgi`, `sgi:paper`, `head:PATH`, `head:builtin:KIND`); SGI options as keywords."""
+    (`global`, `sgi`, `sgi:paper`, `head:PATH`, `head:builtin:KIND`); SGI options as keywords;
+    `cache` as in `evaluate`."""
     from . import protocols
     backend = _backend(model)
     protocol = protocols.resolve(protocol, backend.spec)
-    fn, _ = protocols.build(protocol, options)
+    fn, _ = protocols.build(protocol, options, cache=cache)
     at_least("batch_size", batch_size)
     bench = _pairs(images, captions, "unbag.score")
     from .evaluation import finite
@@ -116,15 +118,19 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
 
 def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "global", *,
              out: str | os.PathLike | None = None, batch_size: int = 256, device: str | None = None,
-             seed: int = 0, progress: bool = False, precision: str = "auto", **options: Any) -> dict:
+             seed: int = 0, progress: bool = False, precision: str = "auto", cache: JobCache | None = None,
+             **options: Any) -> dict:
     """The results dict `unbag eval` writes (metrics, ties, counts, config, timings...); with
     `out`, also the results JSON and per-item JSONL. `model` and `bench` may be loaded already.
-    `precision`: auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16, recorded in the results."""
+    `precision`: auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16, recorded in the results.
+    `cache`: a `JobCache` shared by calls that score the same images (SGI's regions, heads'
+    features); each call makes its own when None, and nothing outlives the object."""
     from .evaluation import evaluate as run
     if not isinstance(model, str):
         model = _backend(model)
     return run(model, bench, protocol, out=str(out) if out else None, batch_size=batch_size,
-               device=device or default_device(), seed=seed, progress=progress, options=options, precision=precision)
+               device=device or default_device(), seed=seed, progress=progress, options=options, precision=precision,
+               cache=cache)
 
 
 def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | None = None,

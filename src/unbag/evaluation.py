@@ -12,6 +12,7 @@ from . import benchmarks, metrics, models, protocols
 from .benchmarks.base import Benchmark
 from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
+from .cache import JobCache
 from .errors import UnbagError, warn
 from .metrics.retrieval import recall
 from .models.base import Backend, weights_id
@@ -94,9 +95,10 @@ def item_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, di
 
 def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "global", out: str | None = None,
              batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
-             options: dict | None = None, precision: str = "auto") -> dict:
+             options: dict | None = None, precision: str = "auto", cache: JobCache | None = None) -> dict:
     """Score `model` (a spec or a loaded backend) on `bench` (a spec or a loaded benchmark) under
-    `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it."""
+    `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it.
+    `cache`: the job's memory the protocol may reuse (a plan's; a fresh one when None)."""
     at_least("batch_size", batch_size)
     from .scoring.encode import PRECISIONS, precision_of
     if precision not in PRECISIONS:
@@ -105,7 +107,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
     spec = model.spec if isinstance(model, Backend) else model
     protocol = protocols.resolve(protocol, spec)
-    score_fn, recorded = protocols.build(protocol, options, b.name)
+    score_fn, recorded = protocols.build(protocol, options, b.name, cache)
     if isinstance(b, (RetrievalSet, ClassificationSet)) and protocol != "global":
         raise UnbagError(f"{b.name}: {'retrieval' if isinstance(b, RetrievalSet) else 'zero-shot classification'} "
                          "is scored with the global protocol only (every image against every text); SGI and "

@@ -3,8 +3,10 @@ sgi (sgi, sgi:paper) and heads (head:PATH). To add a protocol: declare it beside
 its table here (CONTRIBUTING.md)."""
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
+from .cache import JobCache
 from .errors import UnbagError
 from .heads.protocol import PROTOCOLS as HEADS
 from .heads.shipped import shipped_head
@@ -32,13 +34,18 @@ def lookup(protocol: str) -> tuple[Protocol, str]:
     raise UnbagError(f"unknown protocol {protocol!r}; available: {' | '.join(p.form for p in PROTOCOLS.values())}")
 
 
-def build(protocol: str, options: dict | None = None, bench: str = "") -> tuple[Callable, dict]:
+def build(protocol: str, options: dict | None = None, bench: str = "",
+          cache: JobCache | None = None) -> tuple[Callable, dict]:
     """(scoring function(backend, bench, batch_size, progress), the options it records) for scoring
     the benchmark named `bench` (its declared SGI defaults apply under the user's options); an
-    option the protocol does not take is an error that names it."""
+    option the protocol does not take is an error that names it. A cached protocol remembers its
+    work in `cache`, the job's (a fresh one when None)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
     p, arg = lookup(protocol)
     if options and not p.options:
         raise UnbagError(f"protocol {protocol!r} takes no options, got {', '.join(sorted(options))} "
                          f"(options belong to the SGI protocols: {', '.join(SGI_PRESETS)})")
-    return p.build(arg, options, bench)
+    fn, recorded = p.build(arg, options, bench)
+    if p.cached:
+        fn = functools.partial(fn, cache=cache if cache is not None else JobCache())
+    return fn, recorded

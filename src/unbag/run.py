@@ -99,6 +99,7 @@ def read_plan(path: str | Path) -> dict:
 
 def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
     """Run every unfinished cell of a plan; return all cells' results."""
+    from .cache import JobCache
     from .evaluation import evaluate
     from .models import load
     from .models.base import weights_id
@@ -120,6 +121,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
              if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))
              and m in only.get(p, [m])]
     results, loaded, ids, backend = [], {}, {}, None
+    cache = JobCache()  # the cells share regions and frozen features; dropped when the plan ends
     files = {spec: benchmarks.files_fingerprint(spec) for spec in set(plan["benchmarks"].values())}
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
@@ -144,7 +146,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                         loaded.pop(next(iter(loaded)))
                     loaded[spec] = benchmarks.load(spec, seed=seed)
                 res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
-                               progress=False, options=options, precision=precision)
+                               progress=False, options=options, precision=precision, cache=cache)
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
             results.append(res)
             bar.advance(task)

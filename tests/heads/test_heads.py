@@ -146,6 +146,7 @@ def test_eval_with_a_head(builtin_cache, tmp_path, tiny_bench, capsys):
 
 def test_heads_of_one_model_share_its_features_and_score_as_alone(builtin_cache, tmp_path, tiny_bench, monkeypatch):
     from unbag import benchmarks, models
+    from unbag.cache import JobCache
     from unbag.heads import protocol as hp
 
     backend, bench = models.load("builtin"), benchmarks.load(f"ctrl:{tiny_bench}")
@@ -158,16 +159,18 @@ def test_heads_of_one_model_share_its_features_and_score_as_alone(builtin_cache,
     real, real_alt = hp.image_features, hp.alternative_features
     monkeypatch.setattr(hp, "image_features", lambda *a, **kw: calls.append(kw["early"]) or real(*a, **kw))
     monkeypatch.setattr(hp, "alternative_features", lambda *a, **kw: alts.append(1) or real_alt(*a, **kw))
-    hp._FEATURES.clear()
-    shared = [hp.score_head(backend, bench, path=str(h)) for h in heads]
+    job = JobCache()
+    shared = [hp.score_head(backend, bench, path=str(h), cache=job) for h in heads]
     # once for the first three heads (the calibrated one adds only its phrases' alternatives); again
     # where early patches are needed
     assert calls == [False, True] and alts == [1]
-    monkeypatch.setattr(hp, "MEMO_BYTES", 0)  # nothing kept: every head computes its own features
-    hp._FEATURES.clear()
-    alone = [hp.score_head(backend, bench, path=str(h)) for h in heads]
-    assert calls[2:] == [False, False, False, True] and alts == [1, 1] and not hp._FEATURES
-    assert all(torch.equal(a, b) for a, b in zip(shared, alone))
+    none_kept = JobCache(max_bytes=0)  # nothing kept: every head computes its own features
+    alone = [hp.score_head(backend, bench, path=str(h), cache=none_kept) for h in heads]
+    assert calls[2:] == [False, False, False, True] and alts == [1, 1]
+    assert "fields" not in none_kept.part("heads.features", dict)
+    cold = [hp.score_head(backend, bench, path=str(h)) for h in heads[:2]]  # no cache: each call its own
+    assert calls[6:] == [False, False]
+    assert all(torch.equal(a, b) for a, b in zip(shared, alone)) and all(torch.equal(a, b) for a, b in zip(shared, cold))
 
 
 def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):

@@ -109,3 +109,20 @@ def test_geometry_decides_relations_on_a_photo_from_free_text():
     assert geo >= 0.9 and geo > cos + 0.5, (float(geo), float(cos))
     rels = [s for s in caption_segments(bench, SGIConfig(**cfg)) for s in s if s.kind == "relation"]
     assert len(rels) == 2 * len(items) and all(s.predicate and s.parts for s in rels)  # parsed from the words
+
+
+def test_loading_the_builtin_logs_nothing_and_leaves_logging_alone(caplog):
+    """open_clip's factory warns that a folder holds no weights (ours are packed and copied in):
+    the built-in model is built without it, and no filter is added to any logger."""
+    import logging
+
+    from unbag import models
+
+    root = logging.getLogger()
+    filters, handlers = list(root.filters), list(root.handlers)
+    with caplog.at_level(logging.INFO):
+        backend = models.load("builtin")
+        models.load("builtin:clic")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert root.filters == filters and root.handlers == handlers
+    assert backend.image_size == (64, 64) and not backend.random_weights

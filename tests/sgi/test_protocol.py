@@ -5,7 +5,7 @@ import torch
 from unbag import models
 from unbag.benchmarks.ctrl import generated
 from unbag.errors import UnbagError
-from unbag.sgi.cache import RegionCache
+from unbag.cache import JobCache
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import encode_regions
 from unbag.sgi.match import aggregate
@@ -69,26 +69,48 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     calls = []
     real = enc.frame_regions
     monkeypatch.setattr(enc, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(enc, "_REGIONS", {})  # regions an earlier test found for these images
     tiny.patch_px()  # probes the encoder once (patch grid); not part of what is counted
     encoded = []
     real_enc = tiny.encode_images
     monkeypatch.setattr(tiny, "encode_images", lambda x, tokens=False: encoded.append(len(x)) or real_enc(x, tokens))
 
     cfg = SGIConfig(regions="blobs+groups", cache_dir=str(tmp_path / "c"))
-    cache = RegionCache(tmp_path / "c")
-    first = encode_regions(tiny, small_bench, cfg, cache=cache)
+    job = JobCache()
+    first = encode_regions(tiny, small_bench, cfg, cache=job)
+    embeds, _ = enc.region_parts(job, cfg)
     n_images = sum(len(it.images) for it in small_bench.items)
-    assert len(calls) == n_images and cache.misses == n_images and cache.hits == 0
+    assert len(calls) == n_images and embeds.misses == n_images and embeds.hits == 0
     assert sum(encoded) == cfg.phases * sum(len(r.regions) for r in first)  # one input per view
-    # a second run: all hits (from disk through a fresh cache object), no encoder pass
+    # the same job again: regions and embeddings remembered, no search, no encoder pass
     encoded.clear()
-    cache2 = RegionCache(tmp_path / "c")
-    second = encode_regions(tiny, small_bench, cfg, cache=cache2)
-    assert cache2.hits == n_images and sum(encoded) == 0
-    assert all(torch.equal(a.emb, b.emb) for a, b in zip(first, second))
-    assert len(calls) == n_images  # the regions were found once: the second run remembered them
+    again = encode_regions(tiny, small_bench, cfg, cache=job)
+    assert len(calls) == n_images and sum(encoded) == 0 and embeds.hits == n_images
+    # another job: it searches again (nothing is kept between jobs) but reads the embeddings from disk
+    job2 = JobCache()
+    second = encode_regions(tiny, small_bench, cfg, cache=job2)
+    assert enc.region_parts(job2, cfg)[0].hits == n_images and sum(encoded) == 0
+    assert len(calls) == 2 * n_images
+    assert all(torch.equal(a.emb, b.emb) and torch.equal(a.emb, c.emb) for a, b, c in zip(first, second, again))
     assert all(a.regions == b.regions for a, b in zip(first, second))
+
+
+def test_evaluate_keeps_nothing_between_calls_unless_given_one_cache(tiny, small_bench, monkeypatch):
+    import unbag.sgi.encode as enc
+    from unbag.evaluation import evaluate
+
+    calls = []
+    real = enc.frame_regions
+    monkeypatch.setattr(enc, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
+    n_images = sum(len(it.images) for it in small_bench.items)
+    a = evaluate(tiny, small_bench, "sgi", progress=False)
+    b = evaluate(tiny, small_bench, "sgi", progress=False)
+    assert len(calls) == 2 * n_images  # each call started cold
+    job = JobCache()
+    c = evaluate(tiny, small_bench, "sgi", progress=False, cache=job)
+    d = evaluate(tiny, small_bench, "sgi:paper", progress=False, cache=job)
+    e = evaluate(tiny, small_bench, "sgi", progress=False, cache=job)
+    assert len(calls) == 4 * n_images  # sgi and sgi:paper search differently; the third call found both
+    assert a["metrics"] == b["metrics"] == c["metrics"] == e["metrics"] and d["metrics"]
 
 
 def test_score_tensor_and_details(tiny, small_bench):
@@ -199,8 +221,8 @@ def test_phase_views_are_averaged_unit_embeddings(tiny, small_bench, monkeypatch
     from unbag.sgi.regions import masked, masked_shifted, phase_offsets
 
     assert tiny.patch_px() == 8
-    one = encode_regions(tiny, small_bench, SGIConfig(regions="gt", phases=1), cache=RegionCache())
-    two = encode_regions(tiny, small_bench, SGIConfig(regions="gt", phases=2), cache=RegionCache())
+    one = encode_regions(tiny, small_bench, SGIConfig(regions="gt", phases=1), cache=JobCache())
+    two = encode_regions(tiny, small_bench, SGIConfig(regions="gt", phases=2), cache=JobCache())
     img = np.asarray(small_bench.items[0].images[0])
     fill = proto.background_color(img)
     region = two[0].regions[0]

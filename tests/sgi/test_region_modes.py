@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from unbag import models
 from unbag.benchmarks.ctrl import generated
-from unbag.sgi.cache import RegionCache
+from unbag.cache import JobCache
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import encode_regions
 from unbag.sgi.protocol import score_sgi
@@ -38,7 +38,7 @@ def test_token_mode_encodes_each_region_from_its_patches(builtin, bench):
     """Batched over images and flushes, each region's embedding is the encoder run on its own
     patches; checked region by region against a direct call."""
     cfg = SGIConfig(mode="tokens")
-    got = encode_regions(builtin, bench, cfg, batch_size=7, cache=RegionCache())  # several flushes
+    got = encode_regions(builtin, bench, cfg, batch_size=7, cache=JobCache())  # several flushes
     refs = [r for it in bench.items for r in it.images]
     grid = builtin.image_size[0] // builtin.patch_px()
     for ref, regs in zip(refs, got):
@@ -52,8 +52,8 @@ def test_token_mode_encodes_each_region_from_its_patches(builtin, bench):
 
 
 def test_token_mode_is_recorded_and_scores_differently_from_masks(builtin, bench):
-    tok = score_sgi(builtin, bench, cfg=SGIConfig(mode="tokens"), cache=RegionCache())
-    mask = score_sgi(builtin, bench, cfg=SGIConfig(phases=1), cache=RegionCache())
+    tok = score_sgi(builtin, bench, cfg=SGIConfig(mode="tokens"), cache=JobCache())
+    mask = score_sgi(builtin, bench, cfg=SGIConfig(phases=1), cache=JobCache())
     assert tok.shape == mask.shape and not torch.allclose(tok, mask)
     assert SGIConfig(mode="tokens").record()["mode"] == "tokens"
 
@@ -61,7 +61,7 @@ def test_token_mode_is_recorded_and_scores_differently_from_masks(builtin, bench
 def test_an_encoder_without_patch_subsets_masks_instead(builtin, bench, monkeypatch):
     monkeypatch.setattr(type(builtin), "encode_patch_subsets", lambda self, px, keep: None)
     with pytest.warns(UserWarning, match="cannot encode a subset of patch tokens"):
-        tok = encode_regions(builtin, bench, SGIConfig(mode="tokens", phases=1), cache=RegionCache())
-    mask = encode_regions(builtin, bench, SGIConfig(mode="mask", phases=1), cache=RegionCache())
+        tok = encode_regions(builtin, bench, SGIConfig(mode="tokens", phases=1), cache=JobCache())
+    mask = encode_regions(builtin, bench, SGIConfig(mode="mask", phases=1), cache=JobCache())
     for a, b in zip(tok, mask):
         assert torch.equal(a.emb, b.emb)

@@ -123,11 +123,10 @@ def test_objects_at_the_edges_of_non_square_images_survive_mask_mode(shape, spot
     from unbag.benchmarks.base import Benchmark, Item
     from unbag.sgi.config import SGIConfig
     from unbag.sgi.encode import encode_regions
-    from unbag.sgi.cache import RegionCache
 
     blank_img = np.full((h, w, 3), 200, np.uint8)
     bench = Benchmark("edges", "edges", [Item("x", [img, blank_img], ["a", "b"], {})])
-    got = encode_regions(backend, bench, SGIConfig(regions="blobs", phases=1), cache=RegionCache(None))
+    got = encode_regions(backend, bench, SGIConfig(regions="blobs", phases=1), cache=None)
     empty = got[1].emb[0]  # the blank image has one region: the whole picture, all background
     small = [k for k, r in enumerate(got[0].regions) if (r[0][2] - r[0][0]) * (r[0][3] - r[0][1]) < 40 * 40]
     assert len(small) == 2 and all(float((got[0].emb[k] - empty).abs().max()) > 1e-4 for k in small)
@@ -153,6 +152,6 @@ def test_region_cache_keeps_its_memory_bound_dropping_the_least_recently_used():
         c.put(k, torch.zeros(2, 4))
     assert c.get("a") is not None  # a is now the most recent
     c.put("d", torch.zeros(2, 4))
-    assert c.get("b") is None and all(c.get(k) is not None for k in "acd") and c.bytes == 96
+    assert c.get("b") is None and all(c.get(k) is not None for k in "acd") and c.mem.total == 96
     c.put("a", torch.zeros(1, 4))  # replacing an entry counts its new size
-    assert c.bytes == 80 and list(c.mem) == ["c", "d", "a"]
+    assert c.mem.total == 80 and list(c.mem) == ["c", "d", "a"]

@@ -50,13 +50,15 @@ class Head(nn.Module):
             raise UnbagError(f"--calibrate is for {calibrating} over phrases: it scores each phrase against its "
                              "alternatives")
 
-    def bench_fields(self, backend, bench, images: list[int], batch_size: int) -> dict:
+    def bench_fields(self, backend, bench, images: list[int], batch_size: int, cache=None) -> dict:
         """Fields a benchmark's distinct images (`images`: indices into its flat image list) need
-        beyond the frozen encoder features every head shares; {} for most heads."""
+        beyond the frozen encoder features every head shares ({} for most heads); `cache` is the
+        job's JobCache."""
         return {}
 
-    def extra_scores(self, backend, bench, batch_size: int) -> torch.Tensor | None:
-        """What this head adds to its scores [items, images, captions] on a benchmark (None: nothing)."""
+    def extra_scores(self, backend, bench, batch_size: int, cache=None) -> torch.Tensor | None:
+        """What this head adds to its scores [items, images, captions] on a benchmark (None:
+        nothing); `cache` is the job's JobCache."""
         return None
 
     @classmethod

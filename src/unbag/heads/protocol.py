@@ -11,6 +11,7 @@ import hashlib
 import torch
 
 from ..benchmarks.base import Benchmark
+from ..cache import JobCache
 from ..errors import UnbagError
 from ..models.base import Backend, weights_id
 from ..scoring import Protocol
@@ -19,17 +20,17 @@ from .common import head_class, head_inputs
 from .features import alternative_features, image_features, text_features
 from .train import load_head
 
-# The frozen features of the last benchmark a head scored (key: weights, images, captions): a
-# plan scores one model's heads one after another on the same benchmark. Kept only up to
-# MEMO_BYTES (the demo's: 0.23 GB), so a large photo benchmark does not hold them after its cell.
-_FEATURES: dict = {}
-MEMO_BYTES = 2 * 2**30
+def _nbytes(fields: dict) -> int:
+    return sum(t.nbytes for t in fields.values())
 
 
 @torch.inference_mode()
 def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progress: bool = False,
-               path: str = "") -> torch.Tensor:
-    """Score tensor [items, images, captions] from the head at `path` on `backend`'s features."""
+               path: str = "", cache: JobCache | None = None) -> torch.Tensor:
+    """Score tensor [items, images, captions] from the head at `path` on `backend`'s features.
+    The job's `cache` keeps the frozen features of the last benchmark scored (weights, images and
+    captions), up to its byte bound: a plan scores one model's heads one after another on the same
+    benchmark (the demo's: 0.23 GB)."""
     from ..benchmarks.base import image_key
     from ..sgi.config import SGIConfig
     from ..sgi.encode import caption_segments
@@ -48,9 +49,11 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     cap_order, cap_inv = unique(texts)
     key = hashlib.sha1(repr((model_id, head.cfg.early, [img_keys[i] for i in img_order],
                              [(texts[c], [p.text for p in phrases[c]]) for c in cap_order])).encode()).hexdigest()
-    fields = _FEATURES.get("fields") if _FEATURES.get("key") == key else None
+    cache = cache if cache is not None else JobCache()
+    memo = cache.part("heads.features", lambda b: {"max_bytes": b})
+    fields = memo.get("fields") if memo.get("key") == key else None
     if fields is None:  # the heads of one model share its frozen features
-        _FEATURES.clear()
+        memo.pop("key", None), memo.pop("fields", None)
         feats: dict[str, list] = {}
         for s in range(0, len(img_order), batch_size):
             ii = img_order[s:s + batch_size]
@@ -62,13 +65,13 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
             for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
                 feats.setdefault(k, []).append(v)
         fields = {k: torch.cat(v) for k, v in feats.items()}
-        if sum(t.nbytes for t in fields.values()) <= MEMO_BYTES:
-            _FEATURES.update(key=key, fields=fields)
+        if _nbytes(fields) <= memo["max_bytes"]:
+            memo.update(key=key, fields=fields)
     if head.cfg.calibrate and "phr_alt" not in fields:  # only the texts' alternatives are new
         fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1])
-        if _FEATURES.get("key") == key and sum(t.nbytes for t in fields.values()) <= MEMO_BYTES:
-            _FEATURES["fields"] = fields
-    fields = {**fields, **head.bench_fields(backend, bench, img_order, batch_size)}
+        if memo.get("key") == key and _nbytes(fields) <= memo["max_bytes"]:
+            memo["fields"] = fields
+    fields = {**fields, **head.bench_fields(backend, bench, img_order, batch_size, cache)}
     img, txt = head_inputs(fields, head.cfg)
     img_idx = torch.tensor(img_inv).view(len(items), n_img)
     cap_idx = torch.tensor(cap_inv).view(len(items), n_cap)
@@ -77,7 +80,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     pick = lambda d, idx: {n: None if t is None else t[idx] for n, t in d.items()}  # noqa: E731
     out = torch.cat([head(**pick(img, ii[s:s + batch_size]), **pick(txt, cc[s:s + batch_size]))
                      for s in range(0, len(ii), batch_size)]).view(len(items), n_img, n_cap)
-    extra = head.extra_scores(backend, bench, batch_size)
+    extra = head.extra_scores(backend, bench, batch_size, cache)
     return out if extra is None else out + extra
 
 
@@ -92,5 +95,6 @@ def _head(path: str, options: dict, bench: str):
 
 
 PROTOCOLS: dict[str, Protocol] = {
-    "head:": Protocol("head:PATH | head:builtin:KIND (a trained alignment head; KIND: a registered head)", _head),
+    "head:": Protocol("head:PATH | head:builtin:KIND (a trained alignment head; KIND: a registered head)", _head,
+                      cached=True),
 }

@@ -17,9 +17,7 @@ import torch
 from torch import nn
 
 from ..sgi.config import SGIConfig
-
 from ..sgi.encode import encode_regions
-
 from ..sgi.protocol import score_sgi
 from .common import Head, HeadConfig, register_head
 from .features import pack_regions
@@ -61,15 +59,15 @@ class TFRegions(Head):
         best = sim.masked_fill(~allowed, float("-inf")).amax(-1).masked_fill(~mask, 0.0)
         return self.logit_scale.exp() * best.sum(1) / mask.sum(1).clamp(min=1)
 
-    def bench_fields(self, backend, bench, images: list[int], batch_size: int) -> dict:
+    def bench_fields(self, backend, bench, images: list[int], batch_size: int, cache=None) -> dict:
         """SGI's regions of the benchmark's distinct images, packed as a cache holds them."""
-        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size)
+        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size, cache=cache)
         return pack_regions([regions[i] for i in images])
 
-    def extra_scores(self, backend, bench, batch_size: int) -> torch.Tensor:
+    def extra_scores(self, backend, bench, batch_size: int, cache=None) -> torch.Tensor:
         """SGI's count and geometry checks, not learned, added in the head's units (times its
         temperature) as SGI adds them: so an untrained head ranks exactly as default SGI."""
-        return self.logit_scale.exp() * structure_checks(backend, bench, batch_size)
+        return self.logit_scale.exp() * structure_checks(backend, bench, batch_size, cache)
 
     @classmethod
     def recorded(cls, bench: str) -> dict:
@@ -79,8 +77,9 @@ class TFRegions(Head):
                 "sgi_regions": cfg["regions"]}
 
 
-def structure_checks(backend, bench, batch_size: int = 256) -> torch.Tensor:
+def structure_checks(backend, bench, batch_size: int = 256, cache=None) -> torch.Tensor:
     """What SGI's count and geometry checks add to each score [items, images, captions] (regions
-    come from SGI's in-memory cache, so this costs the matching, not the encoding)."""
+    come from the job's `cache`, where bench_fields left them, so this costs the matching, not
+    the encoding)."""
     cfg = replace(SGIConfig.for_benchmark(bench.name), counts="check", relations="geometry")
-    return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True)
+    return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True, cache=cache)

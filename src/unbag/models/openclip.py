@@ -80,17 +80,40 @@ class OpenCLIPBackend(Backend):
             if isinstance(e, SafetensorError):
                 hint = " (the weights file is truncated or not a safetensors file: restore or rebuild it)"
             raise UnbagError(f"{spec}: cannot load model: {e}{hint}") from None
+        self._attach(model, preprocess, oc.get_tokenizer(name), self._model_cfg(oc, name))
+
+    @classmethod
+    def unloaded(cls, spec: str, folder: Path, device: str | torch.device = "cpu") -> "OpenCLIPBackend":
+        """The model of the open_clip config in `folder`, built without its weights for the caller
+        to copy its own in (the built-in model's packed ones); open_clip's factory is not used, as
+        it would warn that the folder holds no weights and the model is initialised randomly."""
+        import dataclasses
+        import json
+
+        from open_clip.transform import PreprocessCfg, image_transform_v2
+        oc = _open_clip()
+        cfg = json.loads((folder / "open_clip_config.json").read_text())
+        model = oc.CLIP(**cfg["model_cfg"]).to(device)
+        pp = {**dataclasses.asdict(PreprocessCfg()), **cfg.get("preprocess_cfg", {}), "size": model.visual.image_size}
+        oc.set_model_preprocess_cfg(model, pp)
+        self = cls.__new__(cls)
+        self.spec, self.random_weights = spec, False
+        self._attach(model, image_transform_v2(PreprocessCfg(**pp), is_train=False),
+                     oc.get_tokenizer(f"local-dir:{folder}"), cfg["model_cfg"])
+        return self
+
+    def _attach(self, model, preprocess, tokenizer, model_cfg: dict) -> None:
         model.eval()
         self.model = model
-        self.model_cfg = self._model_cfg(oc, name)
+        self.model_cfg = model_cfg
         self._preprocess = preprocess
-        self.tokenizer = oc.get_tokenizer(name)
+        self.tokenizer = tokenizer
         self._ids: dict[str, torch.Tensor] = {}  # token ids of texts seen (memo_tokenize)
         cfg = model.visual.preprocess_cfg
         self.image_size = tuple(cfg["size"]) if not isinstance(cfg["size"], int) else (cfg["size"],) * 2
         self.mean, self.std = tuple(cfg["mean"]), tuple(cfg["std"])
         if not hasattr(model, "token_embedding") or not hasattr(model.visual, "conv1"):
-            raise UnbagError(f"open_clip:{spec}: only CLIP models with a ViT image tower and an "
+            raise UnbagError(f"open_clip:{self.spec}: only CLIP models with a ViT image tower and an "
                              "open_clip text transformer are supported here; for SigLIP use the "
                              "transformers weights through hf:PATH (attention-pooled towers: docs/benchmarks.md)")
 

@@ -21,7 +21,6 @@ scale, now 12 MB lighter; every tensor a world caption or image reaches is store
 from __future__ import annotations
 
 import json
-import logging
 import os
 from pathlib import Path
 
@@ -177,27 +176,11 @@ def save_builtin(run: str | os.PathLike, init_spec: str, seed: int, out: str | o
     return out
 
 
-class _Unlogged(logging.Filter):
-    """Drops open_clip's notes about which weights file it found in a folder (ours are packed and
-    loaded here, not by open_clip)."""
-    def __init__(self, folder: Path):
-        super().__init__()
-        self.folder = str(folder)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return self.folder not in record.getMessage()
-
-
 def load_builtin(path: Path, spec: str, device: str | torch.device = "cpu"):
     """The built-in model from its folder: open_clip config + `pack_builtin` weights."""
     from .openclip import OpenCLIPBackend
 
-    quiet = _Unlogged(path)
-    logging.getLogger().addFilter(quiet)
-    try:
-        backend = OpenCLIPBackend(spec, f"local-dir:{path}", device=device, load_weights=False)
-    finally:
-        logging.getLogger().removeFilter(quiet)
+    backend = OpenCLIPBackend.unloaded(spec, path, device=device)
     _copy_in(backend, unpack(read_safetensors(path / "weights.safetensors"), backend.model.state_dict()),
              path / "weights.safetensors")
     return backend

@@ -2,7 +2,9 @@
 
 A protocol is a name (`global`, `sgi`, `sgi:paper`) or a prefix with an argument (`head:PATH`),
 registered as a `Protocol`: a builder (argument, options, benchmark name) -> (scoring function
-(backend, bench, batch_size, progress) -> tensor, the options it records). This layer declares the
+(backend, bench, batch_size, progress[, cache]) -> tensor, the options it records). A protocol
+that remembers work between calls declares `cached`: its scoring function then takes the job's
+`cache` (a `unbag.cache.JobCache`) and keeps nothing of its own. This layer declares the
 global protocol; sgi/ and heads/ declare their own, and `unbag.protocols` joins them
 (CONTRIBUTING.md).
 """
@@ -20,6 +22,7 @@ class Protocol:
     form: str
     build: Callable[[str, dict, str], tuple[Callable, dict]]
     options: bool = False  # takes keyword options (e.g. SGI's)
+    cached: bool = False  # its scoring function takes `cache=` (the job's JobCache)
 
 
 def _global(arg: str, options: dict, bench: str) -> tuple[Callable, dict]:

@@ -12,10 +12,11 @@ from PIL import Image
 from rich.progress import Progress
 
 from ..benchmarks.base import Benchmark, load_image
+from ..cache import LRU, JobCache
 from ..models.base import Backend, weights_id
 from ..scoring.encode import unique
 from . import segments as seg
-from .cache import RegionCache, default_cache
+from .cache import RegionCache
 from .regions import (background_color, frame_regions, framed, masked,
                       masked_shifted, patch_cover, phase_offsets)
 from .config import SGIConfig
@@ -105,32 +106,40 @@ def region_mode(backend: Backend, mode: str) -> str:
     return "mask"
 
 
-# Regions found per (picture, region config, frame, boxes given): the search does not depend on the
-# model, and one run scores the same images under several models and protocols.
-_REGIONS: dict[tuple, list] = {}
-_REGIONS_MAX = 200_000
+# Region searches remembered in a job: the search does not depend on the model, and one plan scores
+# the same images under several models and protocols
+SEARCHES_MAX = 200_000
 
 
-def framed_regions(arr: np.ndarray, pixels: str, cfg: SGIConfig, gt: list | None) -> tuple[np.ndarray, list]:
-    """`frame_regions`, remembered by the picture's content hash `pixels` within the process."""
+def region_parts(cache: JobCache | None, cfg: SGIConfig) -> tuple[RegionCache, LRU]:
+    """(region embeddings, region searches) of the job's cache for `cfg` (fresh ones without a
+    job cache; the embeddings also on disk under `cfg.cache_dir`)."""
+    cache = cache if cache is not None else JobCache()
+    embeds = cache.part(("sgi.embeddings", cfg.cache_dir), lambda b: RegionCache(cfg.cache_dir, max_bytes=b))
+    return embeds, cache.part("sgi.searches", lambda b: LRU(SEARCHES_MAX))
+
+
+def framed_regions(arr: np.ndarray, pixels: str, cfg: SGIConfig, gt: list | None,
+                   searches: LRU | None = None) -> tuple[np.ndarray, list]:
+    """`frame_regions`, remembered in `searches` by the picture's content hash `pixels`."""
     k = (pixels, cfg.region_cfg, cfg.frame, None if gt is None else tuple(map(tuple, gt)))
-    regions = _REGIONS.get(k)
+    regions = None if searches is None else searches.get(k)
     if regions is None:
         pic, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gt)
-        if len(_REGIONS) >= _REGIONS_MAX:
-            _REGIONS.clear()
-        _REGIONS[k] = regions
+        if searches is not None:
+            searches.put(k, regions)
         return pic, regions
     return (arr if cfg.mode == "crop" else framed(arr, cfg.frame)[0]), regions
 
 
 @torch.inference_mode()
 def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_size: int = 512,
-                   cache: RegionCache | None = None, progress: bool = False) -> list[ImageRegions]:
-    """Regions and embeddings of every distinct image of the benchmark (positions = image refs)."""
+                   cache: JobCache | None = None, progress: bool = False) -> list[ImageRegions]:
+    """Regions and embeddings of every distinct image of the benchmark (positions = image refs),
+    remembered in the job's `cache`."""
     from ..benchmarks.base import image_key
 
-    cache = cache if cache is not None else (RegionCache(cfg.cache_dir) if cfg.cache_dir else default_cache())
+    embeds, searches = region_parts(cache, cfg)
     refs, wheres, _ = bench.flat()
     gts = [[o["box"] for o in objs] if objs else None  # the benchmark's object boxes, where it has them
            for it in bench.items for objs in (it.meta.get("objects") or [None] * len(it.images))]
@@ -163,7 +172,7 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for slot, regions, key, *_ in pending:
             e = emb[start:start + len(regions)]
             start += len(regions)
-            cache.put(key, e)
+            embeds.put(key, e)
             done[slot] = ImageRegions(regions, e)
         pending.clear()
 
@@ -172,9 +181,9 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for slot, i in enumerate(order):
             arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
             pixels = image_key(arr)
-            arr, regions = framed_regions(arr, pixels, cfg, gts[i])
-            key = cache.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"median/phases{views}")
-            hit = cache.get(key)
+            arr, regions = framed_regions(arr, pixels, cfg, gts[i], searches)
+            key = embeds.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"median/phases{views}")
+            hit = embeds.get(key)
             if hit is not None:
                 done[slot] = ImageRegions(regions, hit)
             else:

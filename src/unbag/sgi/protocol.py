@@ -21,10 +21,10 @@ from __future__ import annotations
 import torch
 
 from ..benchmarks.base import Benchmark
+from ..cache import JobCache
 from ..models.base import Backend
 from ..scoring.encode import encode_texts
 from . import segments as seg
-from .cache import RegionCache
 from .config import SGIConfig
 from .encode import caption_segments, encode_regions
 from .match import aggregate, allowed_pairs, checkable, count_check, counts_things, geometry
@@ -32,10 +32,11 @@ from .match import aggregate, allowed_pairs, checkable, count_check, counts_thin
 
 def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progress: bool = False,
               cfg: SGIConfig | None = None, details: list | None = None,
-              cache: RegionCache | None = None, checks_only: bool = False) -> torch.Tensor:
+              cache: JobCache | None = None, checks_only: bool = False) -> torch.Tensor:
     """Score tensor [items, images, captions] under SGI; `details` (a list) receives, per item,
     image and caption, the segments, regions chosen and their similarities. `checks_only`: only
-    what the count and geometry checks add (0 where a caption has nothing to check)."""
+    what the count and geometry checks add (0 where a caption has nothing to check). Regions and
+    their embeddings are remembered in the job's `cache` (a fresh one when None)."""
     cfg = cfg or SGIConfig()
     items = bench.items
     n_img, n_cap = len(items[0].images), len(items[0].captions)
