@@ -60,7 +60,7 @@ overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
 for m in pretrained ft negclip clic degla; do
   spec=builtin; [ "$m" != pretrained ] && spec="builtin:$m"
   f="$R/feat-$m"
-  [ -f "$f/index.json" ] || $U features --model "$spec" --data swaps:1000 --n 10000 --out "$f" --quiet
+  [ -f "$f/index.json" ] || $U features --model "$spec" --data swaps --seed 1000 --n 10000 --out "$f" --quiet
   $U train --method tfregions --model "$spec" --data "$f" --steps 1000 --lr 3e-4 --out "$W/heads/tfregions/$m" --quiet
   $U train --method tflocal --model "$spec" --data "$f" --text phrases --layers 2 --steps 1500 --out "$W/heads/tflocal/$m" --quiet
   $U train --method tfglobal --model "$spec" --data "$f" --text phrases --steps 1000 --out "$W/heads/tfglobal/$m" --quiet

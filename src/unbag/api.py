@@ -161,35 +161,42 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
 
 
 def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: int = 20000,
-             device: str | None = None, progress: bool = False, regions: bool = True,
+             seed: int | None = None, device: str | None = None, progress: bool = False, regions: bool = True,
              overwrite: bool = False) -> Path:
-    """Cache frozen features for head training; the cache folder. `data`: `world[:SEED]` (stream
-    samples and their twins), `swaps[:SEED]` (in-distribution SWAP items, seed 1000 by default), or
+    """Cache frozen features for head training; the cache folder. `data`: a world stream or pool
+    as the trainer reads it (`world[:DIST]`, `world3d[:DIST]`, `pool:DIR`: samples and their
+    twins; seed 1 by default), `swaps` (in-distribution SWAP items; seed 1000 by default), or
     caption data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions
     such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
     needs them; on photos they cost SGI's region search per image). A folder `out` that holds
     files unbag did not write is refused unless `overwrite`."""
     from .heads.extract import extract_captions, extract_swaps, extract_world
+    from .training.data import parse_data
     check_out(out, "features", overwrite)
     at_least("n", n)
-    name, _, seed = data.partition(":")
-    extract = {"world": (extract_world, 1), "swaps": (extract_swaps, 1000)}
-    if name not in extract:
-        from .training.data import source_kind
+    head, _, rest = data.partition(":")
+    if head in ("world", "world3d", "swaps") and rest.isdigit():
+        raise UnbagError(f"feature data {data!r}: a seed is given apart: data={head!r}, seed={rest} "
+                         f"(unbag features --data {head} --seed {rest}); after ':' a world names its distribution")
+    if data == "swaps":
+        kind = "swaps"
+    else:
         try:
-            source_kind(data)
-        except UnbagError:
-            raise UnbagError(f"unknown feature data {data!r}; available: world[:SEED], swaps[:SEED], csv:PATH, "
-                             "jsonl:PATH, wds:URLS, degla:FILE[:IMAGE_DIR]") from None
-        return Path(extract_captions(_backend(model, device), out, data, n=n, regions=regions, progress=progress,
-                                     overwrite=overwrite))
-    if seed and not seed.isdigit():
-        raise UnbagError(f"feature data {data!r}: the seed after ':' must be a whole number")
+            kind = parse_data(data).kind
+        except UnbagError as e:
+            raise UnbagError(f"unknown feature data {data!r}; available: world[:DIST], world3d[:DIST], pool:DIR, "
+                             f"swaps, csv:PATH, jsonl:PATH, wds:URLS, degla:FILE[:IMAGE_DIR] ({e})") from None
+    if kind not in ("world", "swaps"):
+        return Path(extract_captions(_backend(model, device), out, data, n=n, seed=seed or 0, regions=regions,
+                                     progress=progress, overwrite=overwrite))
     if not regions:
         raise UnbagError("regions=False is for caption data; world and swaps caches always hold regions")
-    fn, default_seed = extract[name]
-    return Path(fn(_backend(model, device), out, n=n, seed=int(seed) if seed else default_seed, progress=progress,
-                   overwrite=overwrite))
+    backend = _backend(model, device)
+    if kind == "swaps":
+        return Path(extract_swaps(backend, out, n=n, seed=1000 if seed is None else seed, progress=progress,
+                                  overwrite=overwrite))
+    return Path(extract_world(backend, out, n=n, seed=1 if seed is None else seed, data=data, progress=progress,
+                              overwrite=overwrite))
 
 
 def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None = "cpu",

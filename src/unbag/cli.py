@@ -76,7 +76,8 @@ def _run(a: argparse.Namespace) -> None:
 def _features(a: argparse.Namespace) -> None:
     from .api import features
 
-    out = features(a.model, a.data, a.out, n=a.n, device=a.device, progress=not a.quiet, regions=not a.no_regions,
+    out = features(a.model, a.data, a.out, n=a.n, seed=a.seed, device=a.device, progress=not a.quiet,
+                   regions=not a.no_regions,
                    overwrite=a.overwrite)
     print(f"features written to {out}")
 
@@ -321,10 +322,13 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     e.set_defaults(fn=_eval)
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
-    f.add_argument("--data", default="world", help="world[:SEED] (stream samples and their twins) | "
-                   "swaps[:SEED] (in-distribution SWAP items, seed 1000 by default) | caption data as "
-                   "`train` reads it: csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR] (each "
-                   "caption with a hard negative: the file's own, else unbag's typed negatives)")
+    f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
+                   "world[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps "
+                   "(in-distribution SWAP items) | caption data as `train` reads it: csv:PATH | jsonl:PATH | "
+                   "wds:URLS | degla:FILE[:IMAGE_DIR] (each caption with a hard negative: the file's own, "
+                   "else unbag's typed negatives)")
+    f.add_argument("--seed", type=int, default=None, help="the stream's or the items' seed (default: world 1, "
+                   "swaps 1000, caption data 0: its order)")
     f.add_argument("--n", type=int, default=20000, help="number of samples (caption data: the first N records)")
     f.add_argument("--no-regions", action="store_true", help="caption data: skip SGI region features "
                    "(TFRegions needs them)")

@@ -180,7 +180,7 @@ def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
     assert c.rows == 14
     twin = c.get("twin", np.arange(14)).numpy()
     assert (twin == np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12])).all()
-    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps:1000"
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps"
 
 
 def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache, tmp_path, tiny_bench):

@@ -115,13 +115,15 @@ def test_unknown_distribution_is_a_clear_error():
     import pytest
 
     from unbag.errors import UnbagError
-    from unbag.training.data import source_kind
+    from unbag.training.data import parse_data
 
     with pytest.raises(ValueError, match="unknown world distribution 'web'"):
         stream.sample(0, 0, dist="web")
-    assert source_kind("world:pretraining") == "world"
+    assert parse_data("world:pretraining").kind == "world"
     with pytest.raises(UnbagError, match="world:pretraining"):
-        source_kind("world:web")
+        parse_data("world:web")
+    with pytest.raises(UnbagError, match="world3d:finetuning"):  # the 3D world has no siblings stream
+        parse_data("world3d:pretraining-siblings")
 
 
 def _siblings(objs, same_color: bool = False) -> bool:

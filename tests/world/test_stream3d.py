@@ -103,3 +103,36 @@ def test_training_reads_the_3d_stream_and_its_pool(pool, tmp_path, data):
     assert main(["train", "--method", "negclip", "--model", "builtin", "--data", spec, "--steps", "2",
                  "--batch-size", "4", "--workers", "0", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert (tmp_path / "run" / "model").is_dir()
+
+
+def test_one_parser_reads_every_training_data_spec(pool, tmp_path):
+    from unbag.training.data import DataSpec, parse_data
+
+    assert parse_data("world") == DataSpec("world", "world", "flat", "finetuning")
+    assert parse_data("world3d:pretraining") == DataSpec("world3d:pretraining", "world", "3d", "pretraining")
+    assert parse_data(f"pool:{pool}") == DataSpec(f"pool:{pool}", "world", "3d", path=str(pool))
+    assert parse_data("degla:n.json:/coco") == DataSpec("degla:n.json:/coco", "negatives", path="n.json",
+                                                         image_dir="/coco")
+    assert parse_data("x.csv") == DataSpec("x.csv", "file", path="x.csv")
+    assert parse_data("jsonl:a/b.jsonl").path == "a/b.jsonl" and parse_data("wds:s-{0..3}.tar").path == "s-{0..3}.tar"
+    with pytest.raises(UnbagError, match="unknown training data 'coco'"):
+        parse_data("coco")
+    with pytest.raises(UnbagError, match="meta.json"):
+        parse_data(f"pool:{tmp_path}")
+
+
+@pytest.mark.slow
+def test_features_read_the_3d_stream_and_its_pool_as_the_trainer_does(pool, tmp_path):
+    from unbag import features, load_model
+    from unbag.heads.cache import FeatureCache
+
+    model = load_model("builtin", device="cpu")
+    a = FeatureCache(features(model, "world3d:finetuning", tmp_path / "a", n=6, seed=2), model)
+    b = FeatureCache(features(model, f"pool:{pool}", tmp_path / "b", n=20), model)
+    assert json.loads((tmp_path / "a" / "index.json").read_text())["data"] == "world3d:finetuning"
+    assert a.rows >= 6 and b.rows >= 20
+    # stream samples 0..5 of seed 2 are in the pool (rendered from that stream), in the pool's order
+    ga, gb = a.get("img_global", np.arange(6)).numpy(), b.get("img_global", np.arange(20)).numpy()
+    assert all(np.abs(gb - v).max(1).min() < 1e-5 for v in ga)
+    with pytest.raises(UnbagError, match=r"data='world', seed=5 \(unbag features --data world --seed 5\)"):
+        features(model, "world:5", tmp_path / "c", n=2)

@@ -20,18 +20,23 @@ from .cache import ShardWriter, index_record, write
 from .features import image_features, region_features, text_features
 
 
-def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1,
+def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1, data: str = "world",
                   chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
-    """Cache features of world stream samples 0..n-1 (seed) and of their twins."""
-    from ..world import stream
+    """Cache features of samples 0..n-1 of a world stream or pool (`data`, as the trainer reads
+    it; `seed`: the stream's) and of their twins."""
+    from ..training.data import parse_data, source
 
+    spec = parse_data(data)
+    if spec.kind != "world":
+        raise UnbagError(f"{data!r}: not a world stream or pool")
     px = backend.image_size[0]
+    src = source(spec, seed, px)
     rows: dict[str, list[np.ndarray]] = {}
     twin_rows: dict[str, list[np.ndarray]] = {}
     twin_of: list[int] = []
     for start in track(range(0, n, chunk), description="features", disable=not progress):
-        samples = [stream.sample(seed, k, px) for k in range(start, min(n, start + chunk))]
-        twins = [(start + j, stream.twin(seed, start + j, px, s)) for j, s in enumerate(samples)]
+        samples = [src.sample(k) for k in range(start, min(n, start + chunk))]
+        twins = [(start + j, src.twin(start + j, s)) for j, s in enumerate(samples)]
         twins = [(k, t) for k, t in twins if t is not None]
         for store, items in ((rows, samples), (twin_rows, [t for _, t in twins])):
             if not items:
@@ -47,7 +52,7 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     for j, k in enumerate(twin_of):  # pair sample k with its twin row n + j, both ways
         twin[k], twin[n + j] = n + j, k
     fields["twin"] = twin
-    meta = {"data": f"world:{seed}", "samples": n, "twins": len(twin_of)}
+    meta = {"data": data, "seed": seed, "samples": n, "twins": len(twin_of)}
     return write(out, backend, fields, meta, overwrite)
 
 
@@ -74,25 +79,25 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     fields = {k: np.concatenate(v) for k, v in parts.items()}
     rows = len(fields["img_global"])
     fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
-    return write(out, backend, fields, {"data": f"swaps:{seed}", "samples": rows, "twins": rows},
+    return write(out, backend, fields, {"data": "swaps", "seed": seed, "samples": rows, "twins": rows},
                  overwrite)
 
 
 def caption_records(data: str, n: int, seed: int = 0) -> Iterator[tuple[Image.Image, str, list[str]]]:
     """(image, caption, the data's own hard negatives) of the first n records of caption data
     (csv:, jsonl:, wds:, degla:, as the trainer reads it; each record once, in the trainer's order)."""
-    from ..training.data import DeGLASource, FileSource, source_kind, wds_records
+    from ..training.data import parse_data, source, wds_records
 
-    kind = source_kind(data)
-    if kind == "world":
-        raise UnbagError("world data has its own feature extractor: use world[:SEED] or swaps[:SEED]")
-    if kind == "webdataset":
-        for k, rec in enumerate(wds_records(data[len("wds:"):], skip=0)):
+    spec = parse_data(data)
+    if spec.kind == "world":
+        raise UnbagError("world data has its own feature extractor (extract_world)")
+    if spec.kind == "webdataset":
+        for k, rec in enumerate(wds_records(spec.path, skip=0)):
             if k == n:
                 return
             yield rec.image, rec.captions[0], []
         return
-    src = DeGLASource(data[len("degla:"):], seed) if kind == "negatives" else FileSource.from_spec(data, seed)
+    src = source(spec, seed, 0)
     for k in range(min(n, len(src.rows))):
         rec = src.record(k)
         yield rec.image, rec.captions[0], list(rec.negatives or [])

@@ -95,13 +95,21 @@ class WorldSource:
         from ..world.stream3d import describe
         return describe(s.scene, rng)
 
+    def sample(self, k: int):
+        """Sample k of the stream (image, caption, its segments, scene)."""
+        return self.streams.sample(self.seed, k, self.px, self.dist)
+
+    def twin(self, k: int, s=None):
+        """The binding-swap twin of sample k (`s`, when given), or None."""
+        return self.streams.twin(self.seed, k, self.px, s, self.dist)
+
     def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
-        s = self.streams.sample(self.seed, k, self.px, self.dist)
+        s = self.sample(k)
         caps = [s.caption]
         if extra:
             rng = np.random.default_rng([self.seed, 10, k])
             caps += [self._describe(s, rng) for _ in range(extra)]
-        t = self.streams.twin(self.seed, k, self.px, s, self.dist) if twins else None
+        t = self.twin(k, s) if twins else None
         negs = None
         if typed:
             rng = np.random.default_rng([self.seed, 13, k])
@@ -130,11 +138,6 @@ class FileSource:
 
     def _read(self):
         return caption_rows(self.path)
-
-    @classmethod
-    def from_spec(cls, data: str, seed: int) -> "FileSource":
-        """csv:PATH, jsonl:PATH, or a path ending in .csv / .jsonl."""
-        return cls(caption_file(data), seed)
 
     def _open(self, i: int) -> Image.Image:
         p = self.rows[i][0]
@@ -171,8 +174,7 @@ class FileSource:
 class DeGLASource(FileSource):
     """DeGLA's negatives file: each entry's caption, its enhanced negatives and its image."""
 
-    def __init__(self, spec: str, seed: int):
-        path, _, image_dir = spec.partition(":")
+    def __init__(self, path: str, seed: int, image_dir: str | None = None):
         self.image_dir = Path(image_dir) if image_dir else None
         super().__init__(path, seed)
 
@@ -255,8 +257,8 @@ class TrainBatches(IterableDataset):
         self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
         self.start_step, self.steps, self.mode = start_step, steps, mode
         self.twins, self.negatives, self.rank, self.world_size = twins, negatives, rank, world_size
-        self.typed = typed
-        if source_kind(data) in ("file", "negatives"):
+        self.typed, self.spec = typed, parse_data(data)
+        if self.spec.kind in ("file", "negatives"):
             rows = len(self._source().rows)  # fail early, in the main process
             if batch_size > rows:
                 raise UnbagError(f"batch size {batch_size} is larger than the {rows} rows of {data}: each image "
@@ -264,20 +266,13 @@ class TrainBatches(IterableDataset):
                                  f"negative; use --batch-size {rows} or fewer, or more data")
 
     def _source(self):
-        kind = source_kind(self.data)
-        if kind == "world":
-            if self.data.startswith("pool:"):
-                return WorldSource(self.seed, self.px, pool=self.data[len("pool:"):])
-            return WorldSource(self.seed, self.px, world_distribution(self.data), world_style(self.data))
-        if kind == "negatives":
-            return DeGLASource(self.data[len("degla:"):], self.seed)
-        return FileSource.from_spec(self.data, self.seed)
+        return source(self.spec, self.seed, self.px)
 
     def __iter__(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
         b = self.batch_size // self.world_size
-        if source_kind(self.data) == "webdataset":
+        if self.spec.kind == "webdataset":
             yield from self._iter_wds(wid, nw, b)
             return
         src = self._source()
@@ -288,7 +283,7 @@ class TrainBatches(IterableDataset):
     def _iter_wds(self, wid: int, nw: int, b: int) -> Iterator[dict]:
         # each worker streams its own shards; it makes every nw-th step of the run
         mine = range(self.start_step + wid, self.steps, nw)
-        recs = wds_records(self.data[4:], skip=len(range(wid, self.start_step, nw)) * b)
+        recs = wds_records(self.spec.path, skip=len(range(wid, self.start_step, nw)) * b)
         for step in mine:
             chunk = [r for _, r in zip(range(b), recs)]
             if len(chunk) < b:
@@ -354,43 +349,46 @@ class TrainBatches(IterableDataset):
         return out
 
 
-def world_style(data: str) -> str:
-    """flat for world[:DIST] (and ctrl), 3d for world3d[:DIST]."""
-    return "3d" if data.partition(":")[0] == "world3d" else "flat"
+@dataclass(frozen=True)
+class DataSpec:
+    """A training data spec, parsed once: what kind of source it names and its parts."""
+    text: str
+    kind: str  # world (a stream or a pool) | file | webdataset | negatives (DeGLA's layout)
+    style: str = ""  # world: flat | 3d
+    dist: str | None = None  # world: the stream's distribution (None: a pool's own)
+    path: str = ""  # the pool folder, caption file, shard URLs or negatives file
+    image_dir: str | None = None  # negatives: the COCO image folder
 
 
-def world_distribution(data: str) -> str:
-    """The distribution a world spec names: world (= world:finetuning), world:pretraining,
-    world3d:finetuning, ..."""
-    prefix, _, name = data.partition(":")
-    name = name or stream.DEFAULT
-    names = stream.DISTRIBUTIONS
-    if prefix == "world3d":
-        from ..world.stream3d import NAMES as names
-    if name not in names:
-        raise UnbagError(f"unknown world distribution in {data!r}; use "
-                         + ", ".join(f"{prefix}:{d}" for d in names))
-    return name
-
-
-def source_kind(data: str) -> str:
-    """What a training data spec names: world (a stream or a pool), file, webdataset or negatives
-    (DeGLA's layout); an unknown spec is refused."""
-    if data in ("world", "world3d") or data.startswith(("world:", "world3d:")):
-        world_distribution(data)
-        return "world"
-    if data.startswith("pool:"):
+def parse_data(data: str) -> DataSpec:
+    """The training data a spec names; an unknown spec is refused, naming the forms."""
+    head, _, rest = data.partition(":")
+    if head in stream.STYLES:
+        return DataSpec(data, "world", *stream.parse_stream(data))
+    if head == "pool":
         from ..world.pool3d import read_meta
-        read_meta(data[len("pool:"):])
-        return "world"
-    if data.startswith("wds:"):
-        return "webdataset"
-    if data.startswith("degla:"):  # DeGLA's released negatives layout
-        return "negatives"
-    if data.startswith(("csv:", "jsonl:")) or data.endswith((".csv", ".jsonl")):
-        return "file"
+        read_meta(rest)
+        return DataSpec(data, "world", "3d", path=rest)
+    if head == "wds":
+        return DataSpec(data, "webdataset", path=rest)
+    if head == "degla":  # DeGLA's released negatives layout
+        path, _, image_dir = rest.partition(":")
+        return DataSpec(data, "negatives", path=path, image_dir=image_dir or None)
+    if head in ("csv", "jsonl") or data.endswith((".csv", ".jsonl")):
+        return DataSpec(data, "file", path=caption_file(data))
     raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "
                      "jsonl:PATH, wds:URLS or degla:FILE[:IMAGE_DIR]")
+
+
+def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
+    """The record source of a parsed spec (not for webdataset streams, read by `wds_records`)."""
+    if spec.kind == "world":
+        return WorldSource(seed, px, spec.dist or stream.DEFAULT, spec.style, pool=spec.path or None)
+    if spec.kind == "negatives":
+        return DeGLASource(spec.path, seed, spec.image_dir)
+    if spec.kind == "file":
+        return FileSource(spec.path, seed)
+    raise UnbagError(f"{spec.text}: a webdataset stream has no record source; read it with wds_records")
 
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,

@@ -82,11 +82,10 @@ def build_pool(out: str | os.PathLike, data: str = "world3d:finetuning", seed: i
     from rich.progress import track
 
     from .render3d import RENDER_VERSION
-    from .stream3d import NAMES
-    prefix, _, dist = data.partition(":")
-    dist = dist or "finetuning"
-    if prefix != "world3d" or dist not in NAMES:
-        raise UnbagError(f"--data {data!r}: a pool renders a 3D stream: " + ", ".join(f"world3d:{d}" for d in NAMES))
+    from .stream import NAMES3D, parse_stream
+    style, dist = parse_stream(data)
+    if style != "3d":
+        raise UnbagError(f"--data {data!r}: a pool renders a 3D stream: " + ", ".join(f"world3d:{d}" for d in NAMES3D))
     if n < 1:
         raise UnbagError(f"--n {n}: at least 1 sample")
     jobs = [(seed, dist, px, k, n) for k in range((n + SHARD - 1) // SHARD)]

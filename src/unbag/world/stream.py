@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import UnbagError
 from . import captions as cap
 from .render import render
 from .scene import ATTRIBUTES, SHAPES, Scene, _fits, place, random_attrs
@@ -47,6 +48,24 @@ DISTRIBUTIONS = {
     "finetuning": Distribution("finetuning", held_out=False),
 }
 DEFAULT = "finetuning"
+
+
+# the distributions the 3D world has (siblings are not built in 3D)
+NAMES3D = ("pretraining", "pretraining-web", "finetuning")
+STYLES = {"world": ("flat", tuple(DISTRIBUTIONS)), "world3d": ("3d", NAMES3D)}
+
+
+def parse_stream(spec: str) -> tuple[str, str]:
+    """(style, distribution) of a stream spec: world[:DIST] (flat) or world3d[:DIST] (3D); DIST
+    defaults to finetuning. An unknown prefix or distribution is an error naming the choices."""
+    prefix, _, dist = spec.partition(":")
+    if prefix not in STYLES:
+        raise UnbagError(f"{spec!r}: not a world stream; use world[:DIST] or world3d[:DIST]")
+    style, names = STYLES[prefix]
+    dist = dist or DEFAULT
+    if dist not in names:
+        raise UnbagError(f"unknown world distribution in {spec!r}; use " + ", ".join(f"{prefix}:{d}" for d in names))
+    return style, dist
 
 
 def distribution(name: str | Distribution) -> Distribution:

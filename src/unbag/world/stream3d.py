@@ -24,11 +24,8 @@ import torch
 from . import captions as cap
 from .render3d import instances, render
 from .scene3d import SHAPES3D, min_visible, place, placed
-from .stream import DISTRIBUTIONS, Distribution, Sample, Twin, _swaps, distribution
+from .stream import DISTRIBUTIONS, NAMES3D as NAMES, Distribution, Sample, Twin, _swaps, distribution
 from .swap3d import RELATIONS3D, positions, held_out, random_obj, relation_holds
-
-# the flat streams' distributions that the 3D world has (siblings are not built in 3D)
-NAMES = ("pretraining", "pretraining-web", "finetuning")
 
 
 def distribution3d(name: str | Distribution) -> Distribution:
