@@ -12,7 +12,7 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..errors import UnbagError
 from ..world.swap import CATEGORIES
@@ -216,22 +216,28 @@ BENCHMARKS: dict[str, Kind] = {
 }
 
 
-def kind(spec: str) -> Kind:
-    """The registered benchmark a spec names."""
-    name = spec.partition(":")[0]
+class BenchSpec(NamedTuple):
+    """A benchmark spec NAME[:PATH[:THIRD]], parsed once."""
+    kind: Kind
+    name: str
+    path: str  # the release folder or file, or a generated benchmark's item count
+    third: str | None  # the image root or the dataset name, for kinds that take one
+
+
+def parse(spec: str) -> BenchSpec:
+    """The parts of a benchmark spec; an unregistered NAME is an error listing the registered ones."""
+    name, _, path = spec.partition(":")
     if name not in BENCHMARKS:
         raise UnbagError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARKS)} (as NAME or NAME:DIR)")
-    return BENCHMARKS[name]
-
-
-def _parts(spec: str) -> tuple[Kind, str, str, str | None]:
-    """(kind, name, path, third part: the image root or the dataset name) of a spec."""
-    k = kind(spec)
-    name, _, path = spec.partition(":")
-    third = None
+    k, third = BENCHMARKS[name], None
     if k.image_root or k.dataset:
         path, _, third = path.partition(":")
-    return k, name, path, third or None
+    return BenchSpec(k, name, path, third or None)
+
+
+def kind(spec: str) -> Kind:
+    """The registered benchmark a spec names."""
+    return parse(spec).kind
 
 
 def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None):
@@ -239,7 +245,7 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     and `style`: the size, items per category and split, and the world, flat or 3d, of a generated
     one). Its `spec` is the one given (image root included) and its `info` records the image root
     and the files' fingerprint (`files_fingerprint`)."""
-    k, name, path, third = _parts(spec)
+    k, name, path, third = parse(spec)
     image_root = third if k.image_root else None
     if k.needs_dir and not path:
         raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {k.form} "
@@ -267,7 +273,7 @@ def files_fingerprint(spec: str) -> str | None:
     """A hash of the files a spec reads (None for generated benchmarks): annotation files by
     content, other files (images) by path, size and modification time, so that an edited caption,
     a replaced image or another folder changes it."""
-    k, _, path, third = _parts(spec)
+    k, _, path, third = parse(spec)
     image_root = third if k.image_root else None
     if generated(spec):
         return None
@@ -291,7 +297,7 @@ def files_fingerprint(spec: str) -> str | None:
 
 def load_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:
     """The benchmark a spec names, restricted to one item (built alone where the benchmark can)."""
-    k, _, path, _ = _parts(spec)
+    k, _, path, _ = parse(spec)
     if k.item is not None:
         return k.item(path, item_id, seed)
     return load(spec, seed=seed).only(item_id)
@@ -299,14 +305,14 @@ def load_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:
 
 def generated(spec: str) -> bool:
     """Whether a spec names a benchmark unbag generates (no files: `ctrl`, `ctrl-retrieval:N`)."""
-    k, _, path, _ = _parts(spec)
+    k, _, path, _ = parse(spec)
     return not path or (not k.needs_dir and path.isdigit())
 
 
 def stamp(spec: str) -> dict:
     """What a result made on the benchmark `spec` must have recorded of its generator (the renderer
     version), {} where nothing is generated."""
-    k, _, path, _ = _parts(spec)
+    k, _, path, _ = parse(spec)
     return k.stamp(path) if k.stamp and generated(spec) else {}
 
 
@@ -317,8 +323,9 @@ def summary(name: str) -> Summary:
 
 
 def sgi_defaults(name: str) -> dict:
-    """The SGI options a benchmark (name or spec) declares for its images; {} for unregistered ones."""
-    k = BENCHMARKS.get(name.partition(":")[0])
+    """The SGI options a benchmark (by the name its results record) declares for its images; {}
+    for unregistered ones."""
+    k = BENCHMARKS.get(name)
     return dict(k.sgi) if k else {}
 
 

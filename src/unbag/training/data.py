@@ -29,7 +29,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 
-from ..benchmarks.common import caption_file, caption_rows, read_json
+from ..benchmarks.common import caption_rows, read_json
 from ..errors import UnbagError
 from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
@@ -360,22 +360,36 @@ class DataSpec:
     image_dir: str | None = None  # negatives: the COCO image folder
 
 
+def _pool(data: str, path: str) -> DataSpec:
+    from ..world.pool3d import read_meta
+    read_meta(path)
+    return DataSpec(data, "world", "3d", path=path)
+
+
+def _negatives(data: str, rest: str) -> DataSpec:
+    path, _, image_dir = rest.partition(":")
+    return DataSpec(data, "negatives", path=path, image_dir=image_dir or None)
+
+
+# PREFIX:REST forms of the training data specs (world streams: world.stream.STYLES)
+DATA_FORMS = {
+    "pool": _pool,  # a rendered 3D pool (world/pool3d.py)
+    "wds": lambda data, rest: DataSpec(data, "webdataset", path=rest),
+    "degla": _negatives,  # DeGLA's released negatives layout
+    "csv": lambda data, rest: DataSpec(data, "file", path=rest),
+    "jsonl": lambda data, rest: DataSpec(data, "file", path=rest),
+}
+
+
 def parse_data(data: str) -> DataSpec:
     """The training data a spec names; an unknown spec is refused, naming the forms."""
     head, _, rest = data.partition(":")
     if head in stream.STYLES:
         return DataSpec(data, "world", *stream.parse_stream(data))
-    if head == "pool":
-        from ..world.pool3d import read_meta
-        read_meta(rest)
-        return DataSpec(data, "world", "3d", path=rest)
-    if head == "wds":
-        return DataSpec(data, "webdataset", path=rest)
-    if head == "degla":  # DeGLA's released negatives layout
-        path, _, image_dir = rest.partition(":")
-        return DataSpec(data, "negatives", path=path, image_dir=image_dir or None)
-    if head in ("csv", "jsonl") or data.endswith((".csv", ".jsonl")):
-        return DataSpec(data, "file", path=caption_file(data))
+    if head in DATA_FORMS:
+        return DATA_FORMS[head](data, rest)
+    if data.endswith((".csv", ".jsonl")):
+        return DataSpec(data, "file", path=data)
     raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "
                      "jsonl:PATH, wds:URLS or degla:FILE[:IMAGE_DIR]")
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +121,6 @@ def read_meta(root: str | os.PathLike) -> dict:
     return meta
 
 
-@lru_cache(maxsize=4)
 def _shard(path: str) -> dict:
     with np.load(path, allow_pickle=False) as z:
         return {"images": z["images"], "twins": z["twins"], "has_twin": z["has_twin"],
@@ -136,11 +134,19 @@ class PoolStream:
     def __init__(self, root: str | os.PathLike, run_seed: int):
         self.root, self.meta = Path(root), read_meta(root)
         self.n, self.run_seed = int(self.meta["n"]), run_seed
+        self._order: tuple[int, np.ndarray] | None = None  # (epoch, its order)
+        # a run reads the pool in a shuffled order, so every shard is wanted again and again: the
+        # stream keeps the shards it has read (a pool's size: 40,960 samples at 64 px, about 1 GB)
+        self._shards: dict[int, dict] = {}
 
     def _where(self, k: int) -> tuple[dict, int]:
         epoch, r = divmod(k, self.n)
-        i = int(np.random.default_rng([self.run_seed, 17, epoch]).permutation(self.n)[r])
-        return _shard(str(self.root / f"shard-{i // SHARD:06d}.npz")), i % SHARD
+        if self._order is None or self._order[0] != epoch:
+            self._order = (epoch, np.random.default_rng([self.run_seed, 17, epoch]).permutation(self.n))
+        i = int(self._order[1][r])
+        if i // SHARD not in self._shards:
+            self._shards[i // SHARD] = _shard(str(self.root / f"shard-{i // SHARD:06d}.npz"))
+        return self._shards[i // SHARD], i % SHARD
 
     def sample(self, seed: int, k: int, px: int, dist=None) -> Sample:
         sh, j = self._where(k)
