@@ -8,7 +8,7 @@ import torch
 from PIL import Image
 
 from unbag.errors import UnbagError
-from unbag.training.data import TrainBatches, batches, concat_pair, fit
+from unbag.training.data import TrainBatches, batches, concat_pair, square_pixels
 
 
 def _img(path, w, h, color):
@@ -29,10 +29,10 @@ def clic_csv(tmp_path):
     return tmp_path / "train.csv"
 
 
-def test_fit_and_concat_pair_shapes():
+def test_square_pixels_and_concat_pair_shapes():
     wide = np.zeros((60, 80, 3), np.uint8)
-    assert fit(wide, 64).shape == (64, 64, 3)
-    assert fit(Image.new("RGB", (30, 90)), 64).shape == (64, 64, 3)
+    assert square_pixels(wide, 64).shape == (64, 64, 3)
+    assert square_pixels(Image.new("RGB", (30, 90)), 64).shape == (64, 64, 3)
     a, b = np.full((60, 80, 3), 10, np.uint8), np.full((60, 80, 3), 200, np.uint8)
     both = concat_pair(a, b, 64)  # wide: stacked
     assert both.shape == (64, 64, 3) and both[:32].max() == 10 and both[32:].min() == 200

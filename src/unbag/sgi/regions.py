@@ -412,10 +412,10 @@ def phase_offsets(region: Region, side: tuple[int, int], patch: int, phases: int
     x0, y0 = min(b[0] for b in region), min(b[1] for b in region)
     x1, y1 = max(b[2] for b in region), max(b[3] for b in region)
 
-    def fit(o: int, lo: int, hi: int, n: int) -> int:
+    def shift(o: int, lo: int, hi: int, n: int) -> int:  # the offset, or one patch back, that stays inside
         return next((d for d in (o, o - patch) if lo + d >= 0 and hi + d <= n), 0)
     offsets = [round(k * patch / phases) for k in range(phases)]
-    return [(fit(o, x0, x1, w), fit(o, y0, y1, h)) for o in offsets]
+    return [(shift(o, x0, x1, w), shift(o, y0, y1, h)) for o in offsets]
 
 
 def cropped(img: np.ndarray, region: Region) -> np.ndarray:

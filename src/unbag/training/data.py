@@ -47,7 +47,7 @@ class Record:
     negatives: list[str] | None = None  # typed hard negatives (DeGLA)
 
 
-def fit(image: np.ndarray | Image.Image, px: int) -> np.ndarray:
+def square_pixels(image: np.ndarray | Image.Image, px: int) -> np.ndarray:
     """Resize the shorter side to px and centre-crop (open_clip's eval preprocessing) -> uint8 [px, px, 3]."""
     if isinstance(image, np.ndarray):
         if image.shape[:2] == (px, px):
@@ -318,7 +318,7 @@ class TrainBatches(IterableDataset):
             out["images"] = torch.from_numpy(np.stack(images))
             out["texts"] = [s for block in texts for s in block]  # [p1; p2; p3; p4; n], blocks of b
             return out
-        out["images"] = torch.from_numpy(np.stack([fit(r.image, self.px) for r in rs]))
+        out["images"] = torch.from_numpy(np.stack([square_pixels(r.image, self.px) for r in rs]))
         out["captions"] = [r.captions[0] for r in rs]
         if self.twins:
             tw = [(i, r) for i, r in enumerate(rs) if r.twin_image is not None]
