@@ -153,8 +153,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     given = {k: v for k, v in options.items() if v is not None}
     if item is not None:
         b = benchmarks.load_item(bench, item, seed=seed)
-        declared = benchmarks.sgi_defaults(benchmarks.parse(bench).name)
-        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **declared, **given})
+        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.sgi_defaults(b), **given})
     else:
         b = _pairs(image, caption, "unbag.explain")
         cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.PHOTO_SGI, **given})

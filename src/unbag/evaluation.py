@@ -107,7 +107,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
     spec = model.spec if isinstance(model, Backend) else model
     protocol = protocols.resolve(protocol, spec)
-    score_fn, recorded = protocols.build(protocol, options, b.name, cache)
+    score_fn, recorded = protocols.build(protocol, options, b, cache)
     if isinstance(b, (RetrievalSet, ClassificationSet)) and protocol != "global":
         raise UnbagError(f"{b.name}: {'retrieval' if isinstance(b, RetrievalSet) else 'zero-shot classification'} "
                          "is scored with the global protocol only (every image against every text); SGI and "

@@ -34,10 +34,10 @@ def lookup(protocol: str) -> tuple[Protocol, str]:
     raise UnbagError(f"unknown protocol {protocol!r}; available: {' | '.join(p.form for p in PROTOCOLS.values())}")
 
 
-def build(protocol: str, options: dict | None = None, bench: str = "",
+def build(protocol: str, options: dict | None = None, bench="",
           cache: JobCache | None = None) -> tuple[Callable, dict]:
     """(scoring function(backend, bench, batch_size, progress), the options it records) for scoring
-    the benchmark named `bench` (its declared SGI defaults apply under the user's options); an
+    the benchmark `bench` (loaded, or its name; its declared SGI defaults apply under the user's options); an
     option the protocol does not take is an error that names it. A cached protocol remembers its
     work in `cache`, the job's (a fresh one when None)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}

@@ -322,11 +322,12 @@ def summary(name: str) -> Summary:
     return k.summary if k and k.summary else DEFAULT_SUMMARY
 
 
-def sgi_defaults(name: str) -> dict:
-    """The SGI options a benchmark (by the name its results record) declares for its images; {}
-    for unregistered ones."""
+def sgi_defaults(bench) -> dict:
+    """The SGI options a benchmark declares for its images: its kind's (by the name its results
+    record), then, for a loaded benchmark, its own (3D ctrl's regions); {} for unregistered ones."""
+    name = bench if isinstance(bench, str) else bench.name
     k = BENCHMARKS.get(name)
-    return dict(k.sgi) if k else {}
+    return (dict(k.sgi) if k else {}) | dict(getattr(bench, "sgi", None) or {})
 
 
 def forms() -> str:

@@ -9,12 +9,16 @@ them, the features it needs beyond the cache (`bench_fields`) and what it adds t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..errors import UnbagError
+
+if TYPE_CHECKING:
+    from ..benchmarks.base import Benchmark
 
 
 @dataclass
@@ -62,7 +66,7 @@ class Head(nn.Module):
         return None
 
     @classmethod
-    def recorded(cls, bench: str) -> dict:
+    def recorded(cls, bench: "str | Benchmark") -> dict:
         """What a result scored with this head records beyond the head's own config."""
         return {}
 

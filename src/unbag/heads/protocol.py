@@ -84,7 +84,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     return out if extra is None else out + extra
 
 
-def _head(path: str, options: dict, bench: str):
+def _head(path: str, options: dict, bench: "str | Benchmark"):
     """The head protocol's builder: scoring with the head in `path`, and what it records."""
     import functools
 

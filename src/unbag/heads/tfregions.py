@@ -12,6 +12,7 @@ assignment); training moves it from there.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -21,6 +22,9 @@ from ..sgi.encode import encode_regions
 from ..sgi.protocol import score_sgi
 from .common import Head, HeadConfig, register_head
 from .features import pack_regions
+
+if TYPE_CHECKING:
+    from ..benchmarks.base import Benchmark
 
 
 @register_head("tfregions")
@@ -61,7 +65,7 @@ class TFRegions(Head):
 
     def bench_fields(self, backend, bench, images: list[int], batch_size: int, cache=None) -> dict:
         """SGI's regions of the benchmark's distinct images, packed as a cache holds them."""
-        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench.name), batch_size, cache=cache)
+        regions = encode_regions(backend, bench, SGIConfig.for_benchmark(bench), batch_size, cache=cache)
         return pack_regions([regions[i] for i in images])
 
     def extra_scores(self, backend, bench, batch_size: int, cache=None) -> torch.Tensor:
@@ -70,7 +74,7 @@ class TFRegions(Head):
         return self.logit_scale.exp() * structure_checks(backend, bench, batch_size, cache)
 
     @classmethod
-    def recorded(cls, bench: str) -> dict:
+    def recorded(cls, bench: "str | Benchmark") -> dict:
         """The SGI checks and region source its scores take."""
         cfg = SGIConfig.for_benchmark(bench).record()
         return {"sgi_checks": {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")},
@@ -81,5 +85,5 @@ def structure_checks(backend, bench, batch_size: int = 256, cache=None) -> torch
     """What SGI's count and geometry checks add to each score [items, images, captions] (regions
     come from the job's `cache`, where bench_fields left them, so this costs the matching, not
     the encoding)."""
-    cfg = replace(SGIConfig.for_benchmark(bench.name), counts="check", relations="geometry")
+    cfg = replace(SGIConfig.for_benchmark(bench), counts="check", relations="geometry")
     return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True, cache=cache)

@@ -11,9 +11,12 @@ global protocol; sgi/ and heads/ declare their own, and `unbag.protocols` joins 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .cosine import score_global
+
+if TYPE_CHECKING:
+    from ..benchmarks.base import Benchmark
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class Protocol:
     cached: bool = False  # its scoring function takes `cache=` (the job's JobCache)
 
 
-def _global(arg: str, options: dict, bench: str) -> tuple[Callable, dict]:
+def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable, dict]:
     return score_global, {}
 
 

@@ -66,10 +66,11 @@ class SGIConfig:
         return cls(**options)
 
     @classmethod
-    def for_benchmark(cls, name: str) -> "SGIConfig":
-        """unbag's SGI with the options the benchmark `name` declares for its images (photos: `selective`)."""
+    def for_benchmark(cls, bench) -> "SGIConfig":
+        """unbag's SGI with the options a benchmark (a loaded one, or its name) declares for its
+        images (photos: `selective`; 3D ctrl: `chroma`)."""
         from ..benchmarks import sgi_defaults
-        return cls.from_options(sgi_defaults(name))
+        return cls.from_options(sgi_defaults(bench))
 
     def record(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "cache_dir"}

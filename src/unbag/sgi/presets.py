@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..benchmarks import sgi_defaults
 from ..scoring import Protocol
 from .config import SGIConfig
 from .protocol import score_sgi
+
+if TYPE_CHECKING:
+    from ..benchmarks.base import Benchmark
 
 # option values on top of SGIConfig's defaults (unbag's SGI). `sgi:paper`: crops of a sliding grid
 # plus the full image, every segment against every region, one view per region, each segment's
@@ -22,10 +25,11 @@ SGI_PRESETS: dict[str, dict] = {
 
 
 def _sgi(preset: str) -> Callable[[str, dict, str], tuple[Callable, dict]]:
-    def build(arg: str, options: dict, bench: str) -> tuple[Callable, dict]:
+    def build(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable, dict]:
         declared = sgi_defaults(bench)  # what the benchmark's images call for (photos: `selective`)
         if declared and str(options.get("regions", "")).startswith("blobs"):
-            warnings.warn(f"SGI regions {options['regions']!r} on {bench}: blobs are found against a plain "
+            name = bench if isinstance(bench, str) else bench.name
+            warnings.warn(f"SGI regions {options['regions']!r} on {name}: blobs are found against a plain "
                           f"background and find few objects on photos; this benchmark's default is "
                           f"{declared['regions']!r} (docs/sgi.md)", stacklevel=3)
         cfg = SGIConfig.from_options({**declared, **SGI_PRESETS[preset], **options})
