@@ -165,7 +165,8 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
              overwrite: bool = False) -> Path:
     """Cache frozen features for head training; the cache folder. `data`: a world stream or pool
     as the trainer reads it (`world[:DIST]`, `world3d[:DIST]`, `pool:DIR`: samples and their
-    twins; seed 1 by default), `swaps` (in-distribution SWAP items; seed 1000 by default), or
+    twins; seed 1 by default), `swaps` / `swaps3d` (in-distribution SWAP items of the flat / 3D
+    world; seed 1000 by default), or
     caption data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions
     such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
     needs them; on photos they cost SGI's region search per image). A folder `out` that holds
@@ -175,17 +176,17 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     check_out(out, "features", overwrite)
     at_least("n", n)
     head, _, rest = data.partition(":")
-    if head in ("world", "world3d", "swaps") and rest.isdigit():
+    if head in ("world", "world3d", "swaps", "swaps3d") and rest.isdigit():
         raise UnbagError(f"feature data {data!r}: a seed is given apart: data={head!r}, seed={rest} "
                          f"(unbag features --data {head} --seed {rest}); after ':' a world names its distribution")
-    if data == "swaps":
+    if data in ("swaps", "swaps3d"):
         kind = "swaps"
     else:
         try:
             kind = parse_data(data).kind
         except UnbagError as e:
             raise UnbagError(f"unknown feature data {data!r}; available: world[:DIST], world3d[:DIST], pool:DIR, "
-                             f"swaps, csv:PATH, jsonl:PATH, wds:URLS, degla:FILE[:IMAGE_DIR] ({e})") from None
+                             f"swaps, swaps3d, csv:PATH, jsonl:PATH, wds:URLS, degla:FILE[:IMAGE_DIR] ({e})") from None
     if kind not in ("world", "swaps"):
         return Path(extract_captions(_backend(model, device), out, data, n=n, seed=seed or 0, regions=regions,
                                      progress=progress, overwrite=overwrite))
@@ -193,8 +194,8 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
         raise UnbagError("regions=False is for caption data; world and swaps caches always hold regions")
     backend = _backend(model, device)
     if kind == "swaps":
-        return Path(extract_swaps(backend, out, n=n, seed=1000 if seed is None else seed, progress=progress,
-                                  overwrite=overwrite))
+        return Path(extract_swaps(backend, out, n=n, seed=1000 if seed is None else seed,
+                                  style="3d" if data == "swaps3d" else "flat", progress=progress, overwrite=overwrite))
     return Path(extract_world(backend, out, n=n, seed=1 if seed is None else seed, data=data, progress=progress,
                               overwrite=overwrite))
 

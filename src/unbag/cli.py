@@ -323,8 +323,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
     f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
-                   "world[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps "
-                   "(in-distribution SWAP items) | caption data as `train` reads it: csv:PATH | jsonl:PATH | "
+                   "world[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps | swaps3d "
+                   "(in-distribution SWAP items of the flat / 3D world) | caption data as `train` reads it: csv:PATH | jsonl:PATH | "
                    "wds:URLS | degla:FILE[:IMAGE_DIR] (each caption with a hard negative: the file's own, "
                    "else unbag's typed negatives)")
     f.add_argument("--seed", type=int, default=None, help="the stream's or the items' seed (default: world 1, "

@@ -136,3 +136,33 @@ def test_features_read_the_3d_stream_and_its_pool_as_the_trainer_does(pool, tmp_
     assert all(np.abs(gb - v).max(1).min() < 1e-5 for v in ga)
     with pytest.raises(UnbagError, match=r"data='world', seed=5 \(unbag features --data world --seed 5\)"):
         features(model, "world:5", tmp_path / "c", n=2)
+
+
+@pytest.mark.slow
+def test_swap_features_of_the_3d_world_hold_its_items_with_chroma_regions(tmp_path, monkeypatch):
+    import io
+
+    import torch
+    from PIL import Image
+
+    from unbag import features, load_model
+    from unbag.heads.cache import FeatureCache
+    from unbag.world.io import render_item3d
+
+    seen = []
+    import unbag.sgi.encode as enc
+    real_regions = enc.encode_regions
+    monkeypatch.setattr(enc, "encode_regions", lambda b, bench, cfg, *a, **k: seen.append(cfg.regions)
+                        or real_regions(b, bench, cfg, *a, **k))
+    model = load_model("builtin", device="cpu")
+    c = FeatureCache(features(model, "swaps3d", tmp_path / "s", n=3, seed=1000), model)
+    assert c.rows == 6 and (c.get("twin", np.arange(6)).numpy() == [1, 0, 3, 2, 5, 4]).all()
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps3d" and set(seen) == {"chroma"}
+    # row 0 is image 0 of the first colour item of split id, as `world build --style 3d` renders it
+    _, pngs, _ = render_item3d((1000, "id", "color", 0, 64))
+    pixels = model.normalize_pixels(torch.from_numpy(np.asarray(Image.open(io.BytesIO(pngs[0])))[None]))
+    with torch.no_grad():
+        want = model.encode_images(pixels).embeds[0]
+    got = c.get("img_global", np.arange(1))[0]
+    assert torch.allclose(torch.nn.functional.normalize(want, dim=-1), torch.nn.functional.normalize(got.float(), dim=-1),
+                          atol=1e-3)  # the cache holds fp16

@@ -23,7 +23,8 @@ from .features import image_features, region_features, text_features
 def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1, data: str = "world",
                   chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
     """Cache features of samples 0..n-1 of a world stream or pool (`data`, as the trainer reads
-    it; `seed`: the stream's) and of their twins."""
+    it; `seed`: the stream's) and of their twins, with the regions SGI takes on that world (3D: chroma)."""
+    from ..benchmarks.ctrl import SGI_3D
     from ..training.data import parse_data, source
 
     spec = parse_data(data)
@@ -42,7 +43,8 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
             if not items:
                 continue
             pixels = backend.normalize_pixels(torch.from_numpy(np.stack([x.image for x in items])))
-            f = image_features(backend, pixels) | region_features(backend, [x.image for x in items]) | text_features(
+            sgi = SGI_3D if spec.style == "3d" else None
+            f = image_features(backend, pixels) | region_features(backend, [x.image for x in items], sgi) | text_features(
                 backend, [x.caption for x in items], [from_grammar(x.segments) for x in items])
             for k, v in f.items():
                 store.setdefault(k, []).append(v.numpy())
@@ -56,22 +58,33 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     return write(out, backend, fields, meta, overwrite)
 
 
-def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000,
-                  chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
-    """Cache features of n in-distribution SWAP items (both images and captions; each row's twin is
-    the other half of its item). Held-out combinations never occur: items are built for split "id",
-    from a seed other than the test benchmark's."""
+def _swap_items(style: str, seed: int, ks: range, px: int) -> tuple[list, np.ndarray]:
+    """In-distribution SWAP items k of a world style and their images [2 per item, px, px, 3]."""
+    if style == "3d":
+        from ..world.render3d import picture
+        from ..world.swap3d import CATEGORIES, build_item
+        items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES), px) for k in ks]
+        return items, np.stack([picture(sc, px) for it in items for sc in it.scenes])
     from ..world.render import render
     from ..world.swap import CATEGORIES, build_item
+    items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES)) for k in ks]
+    return items, np.stack([render(sc, px) for it in items for sc in it.scenes])
+
+
+def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000, style: str = "flat",
+                  chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
+    """Cache features of n in-distribution SWAP items of the flat or 3D world (both images and
+    captions; each row's twin is the other half of its item). Held-out combinations never occur:
+    items are built for split "id", from a seed other than the test benchmark's. Region features
+    come from the regions SGI takes on that world's benchmark (3D: chroma)."""
+    from ..benchmarks.ctrl import SGI_3D
 
     px = backend.image_size[0]
     parts: dict[str, list[np.ndarray]] = {}
     for start in track(range(0, n, chunk), description="features", disable=not progress):
-        items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES))
-                 for k in range(start, min(n, start + chunk))]
-        images = np.stack([render(sc, px) for it in items for sc in it.scenes])
+        items, images = _swap_items(style, seed, range(start, min(n, start + chunk)), px)
         f = (image_features(backend, backend.normalize_pixels(torch.from_numpy(images)))
-             | region_features(backend, list(images))
+             | region_features(backend, list(images), SGI_3D if style == "3d" else None)
              | text_features(backend, [c for it in items for c in it.captions],
                              [from_grammar(segs) for it in items for segs in it.segments]))
         for k, v in f.items():
@@ -79,7 +92,8 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     fields = {k: np.concatenate(v) for k, v in parts.items()}
     rows = len(fields["img_global"])
     fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
-    return write(out, backend, fields, {"data": "swaps", "seed": seed, "samples": rows, "twins": rows},
+    return write(out, backend, fields, {"data": "swaps3d" if style == "3d" else "swaps", "seed": seed,
+                                        "samples": rows, "twins": rows},
                  overwrite)
 
 

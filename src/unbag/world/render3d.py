@@ -281,6 +281,16 @@ def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
     return out
 
 
+def picture(scene: Scene3D, px: int = 64) -> np.ndarray:
+    """The RGB picture of a scene rendered on one torch thread (the same bytes in any process)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return render(scene, px)[0]
+    finally:
+        torch.set_num_threads(before)
+
+
 def render(scene: Scene3D, px: int = 64, supersample: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """(RGB uint8 [px, px, 3], instance map int [px, px]: object index + 1, 0 for floor and sky)."""
     g = _objects(scene)

@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import torch
 
 from . import captions as cap
-from .render3d import instances, render
+from .render3d import instances, picture
 from .scene3d import SHAPES3D, min_visible, place, placed
 from .stream import DISTRIBUTIONS, NAMES3D as NAMES, Distribution, Sample, Twin, _swaps, distribution
 from .swap3d import RELATIONS3D, positions, held_out, random_obj, relation_holds
@@ -33,15 +32,6 @@ def distribution3d(name: str | Distribution) -> Distribution:
     if d.name not in NAMES:
         raise ValueError(f"world distribution {d.name!r} has no 3D stream; expected one of {', '.join(NAMES)}")
     return DISTRIBUTIONS[d.name]
-
-
-def _one_thread(fn, *args):
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return fn(*args)
-    finally:
-        torch.set_num_threads(before)
 
 
 def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:
@@ -88,7 +78,7 @@ def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = "fine
     if d.partial:
         form = cap.partial_form(form, np.random.default_rng([seed, 3, 11, index]), d.partial)
     text, segs = cap.apply(form, objs)
-    return Sample(_one_thread(render, scene, px)[0], text, segs, scene, form)
+    return Sample(picture(scene, px), text, segs, scene, form)
 
 
 def twin(seed: int, index: int, px: int = 64, s: Sample | None = None,
@@ -119,5 +109,5 @@ def twin(seed: int, index: int, px: int = 64, s: Sample | None = None,
         counts = np.bincount(instances(new, px).ravel(), minlength=len(objs) + 1)[1:]
         if (counts < min_visible(px)).any():
             continue
-        return Twin(_one_thread(render, new, px)[0], text, segs, new, category)
+        return Twin(picture(new, px), text, segs, new, category)
     return None
