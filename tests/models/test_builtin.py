@@ -126,3 +126,19 @@ def test_loading_the_builtin_logs_nothing_and_leaves_logging_alone(caplog):
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert root.filters == filters and root.handlers == handlers
     assert backend.image_size == (64, 64) and not backend.random_weights
+
+
+def test_a_packed_builtin_folder_loads_as_the_builtin_does(tmp_path):
+    """What `save_builtin` writes (packed weights beside the open_clip config) is a model spec of its
+    own, so a retrained built-in model can be evaluated before it is shipped."""
+    import shutil
+
+    import torch
+
+    from unbag import models
+
+    for f in ("weights.safetensors", "open_clip_config.json"):
+        shutil.copy(models.BUILTIN_DIR / f, tmp_path / f)
+    a, b = models.load("builtin"), models.load(str(tmp_path))
+    assert not b.random_weights
+    assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))

@@ -52,11 +52,15 @@ def _hf(spec: str, rest: str, device) -> Backend:
 
 
 def _folder(spec: str, device) -> Backend:
-    """A saved unbag model or overlay folder."""
+    """A saved unbag model, overlay or packed built-in model folder."""
     path = Path(spec)
     if (path / "overlay.json").is_file():
         from .overlay import load_overlay
         return load_overlay(path, spec, device)
+    if (path / "open_clip_config.json").is_file() and (path / "weights.safetensors").is_file() \
+            and not (path / "open_clip_model.safetensors").is_file():
+        from .overlay import load_builtin
+        return load_builtin(path, spec, device)  # a packed built-in model (overlay.save_builtin)
     if (path / "open_clip_config.json").is_file():
         from .openclip import OpenCLIPBackend
         return OpenCLIPBackend(spec, f"local-dir:{path}", device=device)
@@ -74,7 +78,8 @@ MODELS: dict[str, Form] = {
                       _open_clip),
     "hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)", _hf),
 }
-SPEC_FORMS = tuple(f.form for f in MODELS.values()) + ("PATH (a model folder unbag saved: open_clip or transformers)",)
+SPEC_FORMS = tuple(f.form for f in MODELS.values()) + (
+    "PATH (a model folder unbag saved: open_clip, transformers, an overlay or a packed built-in model)",)
 
 
 def check_device(device: str | torch.device) -> torch.device:
