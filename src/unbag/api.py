@@ -166,9 +166,8 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     """Cache frozen features for head training; the cache folder. `data`: a world stream or pool
     as the trainer reads it (`world[:DIST]`, `world3d[:DIST]`, `pool:DIR`: samples and their
     twins; seed 1 by default), `swaps` / `swaps3d` (in-distribution SWAP items of the flat / 3D
-    world; seed 1000 by default), or
-    caption data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions
-    such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
+    world; seed 1000 by default), or caption data as the trainer reads it (`csv:`, `jsonl:`,
+    `wds:`, `degla:`; photos with captions such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
     needs them; on photos they cost SGI's region search per image). A folder `out` that holds
     files unbag did not write is refused unless `overwrite`."""
     from .heads.extract import extract_captions, extract_swaps, extract_world

@@ -53,7 +53,8 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     memo = cache.part("heads.features", lambda b: {"max_bytes": b})
     fields = memo.get("fields") if memo.get("key") == key else None
     if fields is None:  # the heads of one model share its frozen features
-        memo.pop("key", None), memo.pop("fields", None)
+        memo.pop("fields", None)  # one benchmark's features at a time
+        memo.pop("key", None)
         feats: dict[str, list] = {}
         for s in range(0, len(img_order), batch_size):
             ii = img_order[s:s + batch_size]
