@@ -291,8 +291,9 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
     if methods:
         _add_method_options(g)
-    g.add_argument("--select", default=None, help="ctrl-id[:N]: export the checkpoint with the best "
-                   "in-distribution validation score (global cosine, N SWAP items per category)")
+    g.add_argument("--select", default=None, help="ctrl-id[:N] | ctrl3d-id[:N]: export the checkpoint with the "
+                   "best in-distribution validation score on the flat | 3D world (global cosine, N SWAP items "
+                   "per category)")
     t.add_argument("--seed", type=int, default=None, help="(0)")
     t.add_argument("--workers", type=int, default=None, help="data loader processes (1)")
     t.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")

@@ -8,16 +8,19 @@ from unbag.training import select
 from unbag.training.engine import TrainConfig, Trainer
 
 
-def test_validation_split_is_in_distribution_and_not_the_test():
-    bench = select.validation_set("ctrl-id:3", 32)
-    assert len(bench.items) == 3 * 5 and bench.image_size == 32
+@pytest.mark.parametrize("world", ["ctrl", "ctrl3d"])
+def test_validation_split_is_in_distribution_and_not_the_test(world):
+    from unbag.benchmarks.ctrl import generated, generated3d
+    px = 32 if world == "ctrl" else 64
+    bench = select.validation_set(f"{world}-id:2", px)
+    assert len(bench.items) == 2 * 5 and bench.image_size == px and bench.info["style"] == select.parse(f"{world}-id")[0]
     assert all(it.group["split"] == "id" and not it.meta["held_out"] for it in bench.items)
-    from unbag.benchmarks.ctrl import generated
-    test = {tuple(it.captions) for it in generated(seed=0, per_category=3, px=32).items}
-    assert not test & {tuple(it.captions) for it in bench.items}
+    test = generated(seed=0, per_category=2, px=32) if world == "ctrl" else generated3d(seed=0, per_category=2)
+    assert not {tuple(it.captions) + tuple(map(str, it.images)) for it in test.items} & \
+        {tuple(it.captions) + tuple(map(str, it.images)) for it in bench.items}
 
 
-@pytest.mark.parametrize("spec", ["ctrl", "ctrl-id:x", "ctrl-id:0", "coco"])
+@pytest.mark.parametrize("spec", ["ctrl", "ctrl-id:x", "ctrl-id:0", "coco", "ctrl3d-id:0"])
 def test_bad_select_spec_is_a_clear_error(spec):
     with pytest.raises(UnbagError, match="--select"):
         select.parse(spec)

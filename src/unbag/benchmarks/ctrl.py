@@ -34,32 +34,40 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int =
 SGI_3D = {"regions": "chroma"}
 
 
+def _item3d(sw, images: list[bytes]) -> Item:
+    """The benchmark item of a 3D SWAP item and its two rendered pictures (PNG bytes)."""
+    from ..world.io import item3d_record
+    rec = item3d_record(sw, [], [])
+    return Item(id=sw.id, images=images, captions=sw.captions, group={"split": sw.split, "category": sw.category},
+                meta={k: rec[k] for k in ("segments", "objects", "held_out", "scenes")})
+
+
 def generated3d(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64,
                 procs: int = 1) -> Benchmark:
     """The 3D ctrl benchmark rendered in memory (the pixels of `unbag world build --style 3d`)."""
-    from ..world.io import item3d_record, items3d
+    from ..world.io import items3d
     from ..world.render3d import RENDER_VERSION as RENDER3D
     from ..world.swap3d import CATEGORIES as CATS3D
 
-    items = []
-    for sw, images, masks in items3d(seed, per_category, px, list(CATS3D), procs):
-        rec = item3d_record(sw, [], [])
-        items.append(Item(id=sw.id, images=images, captions=sw.captions,
-                          group={"split": sw.split, "category": sw.category},
-                          meta={k: rec[k] for k in ("segments", "objects", "held_out", "scenes")}))
+    items = [_item3d(sw, images) for sw, images, _ in items3d(seed, per_category, px, list(CATS3D), procs)]
     return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
                      info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER3D, "style": "3d",
                            "source": "generated"}, sgi=dict(SGI_3D))
 
 
-def validation(seed: int, per_category: int, px: int) -> Benchmark:
-    """In-distribution SWAP items of every category (`seed`: one the test and the feature caches do
-    not use), rendered at px: the split a trainer selects checkpoints on."""
-    from ..world.swap import build_item
-
-    items = [_item(build_item(seed, "id", c, i), px) for c in CATEGORIES for i in range(per_category)]
+def validation(seed: int, per_category: int, px: int, style: str = "flat") -> Benchmark:
+    """In-distribution SWAP items of every category of the flat or 3D world (`seed`: one the test
+    and the feature caches do not use), rendered at px: the split a trainer selects checkpoints on."""
+    if style == "3d":
+        from ..world.io import render_item3d
+        from ..world.swap3d import CATEGORIES as CATS3D
+        items = [_item3d(*render_item3d((seed, "id", c, i, px))[:2]) for c in CATS3D for i in range(per_category)]
+    else:
+        from ..world.swap import build_item
+        items = [_item(build_item(seed, "id", c, i), px) for c in CATEGORIES for i in range(per_category)]
     return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
-                     info={"seed": seed, "per_category": per_category, "split": "id", "source": "generated"})
+                     info={"seed": seed, "per_category": per_category, "split": "id", "style": style,
+                           "source": "generated"}, sgi=dict(SGI_3D) if style == "3d" else {})
 
 
 def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:

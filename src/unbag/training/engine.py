@@ -66,7 +66,7 @@ class TrainConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
-    select: str = ""  # "ctrl-id[:N]": export the checkpoint that validates best (select.py); "": the last
+    select: str = ""  # "ctrl-id[:N]" | "ctrl3d-id[:N]": export the checkpoint that validates best (select.py); "": the last
     options: dict = field(default_factory=dict)  # the method's own options, as its objective declares them
 
     def __post_init__(self) -> None:

@@ -1,10 +1,10 @@
 """Checkpoint selection on an in-distribution validation split, never the test.
 
 The paper's FT baseline (arXiv 2604.11496, following BiVLC's fine-tuning script) keeps the
-checkpoint that scores best on validation. With `--select ctrl-id[:N]` the trainer scores every
-checkpoint by global cosine on N in-distribution SWAP items per category of the ctrl world, drawn
-with a seed that neither the test (0) nor the heads' feature caches (1000) use, and exports the
-best one as the run's model.
+checkpoint that scores best on validation. With `--select ctrl-id[:N]` (the flat world) or
+`ctrl3d-id[:N]` (the 3D world) the trainer scores every checkpoint by global cosine on N
+in-distribution SWAP items per category of that world, drawn with a seed that neither the test
+(0) nor the heads' feature caches (1000) use, and exports the best one as the run's model.
 """
 from __future__ import annotations
 
@@ -17,18 +17,23 @@ VAL_SEED = 4242
 DEFAULT_PER_CATEGORY = 100
 
 
-def parse(spec: str) -> int:
-    """Items per category of a `ctrl-id[:N]` spec."""
+SPLITS = {"ctrl-id": "flat", "ctrl3d-id": "3d"}  # --select NAME[:N] -> the world it validates on
+
+
+def parse(spec: str) -> tuple[str, int]:
+    """(world style, items per category) of a `ctrl-id[:N]` or `ctrl3d-id[:N]` spec."""
     name, _, n = spec.partition(":")
-    if name != "ctrl-id" or (n and not n.isdigit()) or (n and int(n) < 1):
-        raise UnbagError(f"--select {spec!r}: expected ctrl-id or ctrl-id:N (N items per category)")
-    return int(n) if n else DEFAULT_PER_CATEGORY
+    if name not in SPLITS or (n and not n.isdigit()) or (n and int(n) < 1):
+        raise UnbagError(f"--select {spec!r}: expected ctrl-id[:N] (flat world) or ctrl3d-id[:N] (3D world); "
+                         "N items per category")
+    return SPLITS[name], int(n) if n else DEFAULT_PER_CATEGORY
 
 
 def validation_set(spec: str, px: int) -> Benchmark:
-    """In-distribution SWAP items of every category (seed VAL_SEED) rendered at px."""
+    """In-distribution SWAP items of every category (seed VAL_SEED) of the spec's world, rendered at px."""
     from ..benchmarks.ctrl import validation
-    return validation(VAL_SEED, parse(spec), px)
+    style, n = parse(spec)
+    return validation(VAL_SEED, n, px, style)
 
 
 @torch.no_grad()
