@@ -26,7 +26,7 @@ if [ ! -f "$S/builtin/weights.safetensors" ]; then
   pool pretraining 40960 0
   [ -f "$R/builtin/model/open_clip_config.json" ] || $U train --method clip-dense \
       --model open_clip:unbag-tiny@random --data "pool:$R/pool-pretraining" --steps 3000 --batch-size 128 \
-      --lr 1e-3 --warmup 100 --seed 0 --out "$R/builtin" --quiet \
+      --lr 1e-3 --warmup 100 --seed 0 --vocabulary 3d --out "$R/builtin" --quiet \
       $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
   $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/builtin', 'open_clip:unbag-tiny@random', 0, '$S/builtin')"
   cp "$R/builtin/log.jsonl" "$S/builtin/log.jsonl"

@@ -136,10 +136,30 @@ def test_clip_dense_declares_its_options_and_an_older_run_config_still_matches()
     from unbag.training.engine import config_diff
 
     cfg = TrainConfig.for_method("clip-dense", shape_swaps=True)
-    assert cfg.options == {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True}
+    assert cfg.options == {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True, "vocabulary": "flat"}
     old = json.loads(json.dumps({k: v for k, v in asdict(cfg).items() if k != "options"}))  # as saved
     old |= {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True}
     assert config_diff(old, cfg) == []  # a run begun before options moved under `options`
     assert config_diff(old | {"shape_swaps": False}, cfg) == ["options"]
+    saved = json.loads(json.dumps(asdict(cfg)))
+    saved["options"].pop("vocabulary")  # saved before the option existed: its default
+    assert config_diff(saved, cfg) == []
     with pytest.raises(UnbagError, match="unknown training options"):
         TrainConfig.for_method("clip", dense_weight=2.0)  # another method's option
+
+
+def test_phrase_swaps_draw_from_the_world_the_captions_speak_of():
+    from unbag.errors import UnbagError
+    from unbag.training.objectives.dense import VOCABULARIES, DenseObjective
+    from unbag.world.swap3d import COLORS3D
+
+    g = torch.Generator().manual_seed(0)
+    phrases = ["a large gray metal cube"] * 50
+    swaps3d, _ = phrase_swaps(phrases, g, VOCABULARIES["3d"])
+    colors = {s.split()[2] for s in swaps3d if s.split()[1] == "large" and s.split()[3] == "metal"}
+    assert colors <= set(COLORS3D) - {"gray"} and len(colors) > 3  # CLEVR's colours, never the flat world's orange
+    flat, _ = phrase_swaps(phrases, g)  # the flat world has no gray: only size and material change
+    assert all(s.split()[2] == "gray" for s in flat) and len(flat) == 100
+    assert DenseObjective(vocabulary="3d").opts.vocabulary == "3d"
+    with pytest.raises(UnbagError, match="--vocabulary 'clevr'"):
+        DenseObjective(vocabulary="clevr")

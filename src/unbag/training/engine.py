@@ -107,6 +107,8 @@ def config_diff(saved: dict, cfg: TrainConfig) -> list[str]:
     default = json.loads(json.dumps(asdict(TrainConfig())))
     if "options" not in saved:
         saved = {**saved, "options": options_of(cfg.method, {k: saved[k] for k in mine["options"] if k in saved})}
+    else:  # an option added since (clip-dense's vocabulary) had its default
+        saved = {**saved, "options": options_of(saved.get("method", cfg.method), saved["options"])}
     return sorted(k for k in mine if saved.get(k, default[k]) != mine[k] and k not in HOW)
 
 

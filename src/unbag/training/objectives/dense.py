@@ -16,7 +16,9 @@ negatives rarely differ from a phrase in one attribute, so without it the patch 
 color but hardly size or material (docs/heads.md). With `shape_swaps`, each phrase is also scored
 against itself with its shape noun replaced by each other shape its caption names: the wrong
 shape a binding swap gives a phrase is a neighbour's (docs/heads.md, what limits TFLocal-LI).
-Both terms are unbag's own.
+Both terms are unbag's own. The new attribute word comes from the vocabulary of the world the
+captions speak of (`vocabulary`: flat, or 3d for CLEVR's colours), so a swap is never a word the
+data never shows.
 """
 from __future__ import annotations
 
@@ -26,15 +28,19 @@ import torch
 import torch.nn.functional as F
 
 from ...dist import gather
+from ...errors import UnbagError
 from ...models.base import Backend
 from ...sgi import segments as seg
 from ...world.captions import NUMBERS, PLURAL
 from ...world.scene import COLORS, MATERIALS, SIZES
+from ...world.swap3d import COLORS3D, MATERIALS3D, SIZES3D
 from .base import Objective
 from .clip import ClipObjective, clip_loss
 
 KINDS = ("object", "group")  # the phrases a patch can show; a relation phrase spans two objects
-VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the attribute words a phrase swap replaces
+VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the attribute words a phrase swap replaces (flat world)
+# each world's attribute words: a swap draws the new word from the world the captions speak of
+VOCABULARIES = {"flat": VALUES, "3d": (SIZES3D, COLORS3D, MATERIALS3D)}
 
 
 def caption_phrases(captions: list[str]) -> tuple[list[str], torch.Tensor]:
@@ -56,13 +62,13 @@ def late_interaction(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.
     return total / count[:, None]
 
 
-def attribute_changes(text: str) -> list[list[str]]:
-    """For each attribute word of a phrase (size, color or material of the world's vocabulary), in
+def attribute_changes(text: str, vocabulary: tuple = VALUES) -> list[list[str]]:
+    """For each attribute word of a phrase (size, color or material of a world's `vocabulary`), in
     order, the phrase with that word replaced by each other value of its attribute."""
     words = text.split()
     out = []
     for i, w in enumerate(words):
-        values = next((v for v in VALUES if w in v), None)
+        values = next((v for v in vocabulary if w in v), None)
         if values is not None:
             out.append([" ".join(words[:i] + [o] + words[i + 1:]) for o in values if o != w])
     return out
@@ -87,12 +93,13 @@ def alternatives(text: str) -> list[str]:
     return [a for changes in attribute_changes(text) for a in changes] + number_changes(text)
 
 
-def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None) -> tuple[list[str], torch.Tensor]:
+def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None,
+                 vocabulary: tuple = VALUES) -> tuple[list[str], torch.Tensor]:
     """For each attribute word of each phrase, the phrase with that word replaced by another value
-    of the same attribute (drawn at random), flat, and the phrase each belongs to [M]."""
+    of the same attribute (drawn at random from `vocabulary`), flat, and the phrase each belongs to [M]."""
     out, owner = [], []
     for k, text in enumerate(phrases):
-        for others in attribute_changes(text):
+        for others in attribute_changes(text, vocabulary):
             out.append(others[int(torch.randint(len(others), (1,), generator=generator))])
             owner.append(k)
     return out, torch.tensor(owner, dtype=torch.long)
@@ -121,9 +128,9 @@ def shape_swaps(phrases: list[str], owner: torch.Tensor) -> tuple[list[str], tor
 
 
 def all_swaps(phrases: list[str], owner: torch.Tensor, shapes: bool = False,
-              generator: torch.Generator | None = None) -> tuple[list[str], torch.Tensor]:
+              generator: torch.Generator | None = None, vocabulary: tuple = VALUES) -> tuple[list[str], torch.Tensor]:
     """phrase_swaps and, with `shapes`, shape_swaps, grouped by phrase as swap_loss wants them [M]."""
-    swaps, of = phrase_swaps(phrases, generator)
+    swaps, of = phrase_swaps(phrases, generator, vocabulary)
     if not shapes:
         return swaps, of
     more, more_of = shape_swaps(phrases, owner)
@@ -167,6 +174,12 @@ class DenseOptions:
     swap_weight: float = field(default=1.0, metadata={"help": "weight of the phrase-swap hard-negative loss"})
     shape_swaps: bool = field(default=False, metadata={"help": "the phrase swaps replace shape nouns too, with "
                                                                 "the caption's other shapes"})
+    vocabulary: str = field(default="flat", metadata={"help": "the world whose attribute words the phrase swaps "
+                                                              "draw from: flat | 3d (train on world3d or a pool: 3d)"})
+
+    def __post_init__(self):
+        if self.vocabulary not in VOCABULARIES:
+            raise UnbagError(f"--vocabulary {self.vocabulary!r}: one of {', '.join(VOCABULARIES)}")
 
 
 class DenseObjective(Objective):
@@ -184,7 +197,9 @@ class DenseObjective(Objective):
         loss = clip_loss(gather(f.embeds), gather(text), scale)
         dev = text.device
         phrases, owner = caption_phrases(batch["captions"])
-        swaps, swap_owner = all_swaps(phrases, owner, self.opts.shape_swaps) if self.opts.swap_weight else ([], None)
+        swaps, swap_owner = (all_swaps(phrases, owner, self.opts.shape_swaps,
+                                       vocabulary=VOCABULARIES[self.opts.vocabulary])
+                             if self.opts.swap_weight else ([], None))
         # phrases and their swaps through the text tower in one pass
         emb = backend.encode_texts(backend.tokenize(phrases + swaps).to(dev)).embeds
         emb, neg = emb[:len(phrases)], emb[len(phrases):]
