@@ -49,7 +49,7 @@ def test_cache_round_trip(tiny, cache):
 def test_phrase_alternatives_are_its_one_attribute_changes_encoded_alone(tiny):
     from unbag.heads.features import MAX_ALTS, alternative_features
     from unbag.sgi.segments import Segment
-    from unbag.training.objectives.dense import alternatives
+    from unbag.world.phrases import alternatives
 
     phrases = [[Segment("two large red metal cubes", "group"), Segment("two cats", "object")], []]
     f = alternative_features(tiny, phrases, 64)
@@ -60,6 +60,11 @@ def test_phrase_alternatives_are_its_one_attribute_changes_encoded_alone(tiny):
     with torch.no_grad():
         fresh = torch.nn.functional.normalize(tiny.encode_texts(tiny.tokenize(alts)).embeds, dim=-1)
     assert torch.allclose(f["phr_alt"][0, 0], fresh, atol=1e-5)
+    # in the 3D world's words: CLEVR's colours, never the flat world's
+    from unbag.world.phrases import VOCABULARIES
+    three = alternatives("a large gray metal cube", VOCABULARIES["3d"])
+    assert "a large cyan metal cube" in three and not any(" orange " in a for a in three)
+    assert alternatives("a large gray metal cube") == ["a small gray metal cube", "a large gray rubber cube"]
 
 
 def test_cache_of_another_backbone_is_refused(cache):
@@ -253,7 +258,7 @@ def test_untrained_late_interaction_head_ranks_exactly_as_late_interaction(built
     from unbag.scoring.encode import pixels_of
     from unbag.sgi.config import SGIConfig
     from unbag.sgi.encode import caption_segments
-    from unbag.training.objectives.dense import alternatives
+    from unbag.world.phrases import alternatives
 
     def best(texts, patches):
         return (F.normalize(backend.encode_texts(backend.tokenize(texts)).embeds, dim=-1) @ patches.T).amax(1)

@@ -8,7 +8,6 @@ import torch.nn.functional as F
 from unbag.training.engine import TrainConfig, Trainer
 from unbag.training.objectives.dense import (
     all_swaps,
-    alternatives,
     caption_phrases,
     dense_loss,
     late_interaction,
@@ -16,6 +15,7 @@ from unbag.training.objectives.dense import (
     shape_swaps,
     swap_loss,
 )
+from unbag.world.phrases import alternatives
 from unbag.world.scene import COLORS
 
 
@@ -150,7 +150,8 @@ def test_clip_dense_declares_its_options_and_an_older_run_config_still_matches()
 
 def test_phrase_swaps_draw_from_the_world_the_captions_speak_of():
     from unbag.errors import UnbagError
-    from unbag.training.objectives.dense import VOCABULARIES, DenseObjective
+    from unbag.training.objectives.dense import DenseObjective
+    from unbag.world.phrases import VOCABULARIES
     from unbag.world.swap3d import COLORS3D
 
     g = torch.Generator().manual_seed(0)

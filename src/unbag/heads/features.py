@@ -51,12 +51,13 @@ def pack_regions(regions: list) -> dict:
 
 
 @torch.inference_mode()
-def alternative_features(backend: Backend, phrases: list[list], dim: int) -> dict:
-    """phr_alt [N, MAX_PHRASES, MAX_ALTS, dim] and phr_alt_mask: each phrase's one-word changes
-    (training/objectives/dense.py `alternatives`), each distinct text encoded once."""
-    from ..training.objectives.dense import alternatives
+def alternative_features(backend: Backend, phrases: list[list], dim: int, world: str = "flat") -> dict:
+    """phr_alt [N, MAX_PHRASES, MAX_ALTS, dim] and phr_alt_mask: each phrase's one-word changes in
+    the vocabulary of `world` (flat | 3d; world/phrases.py `alternatives`), each distinct text
+    encoded once."""
+    from ..world.phrases import VOCABULARIES, alternatives
 
-    alts = [[alternatives(p.text)[:MAX_ALTS] for p in ps[:MAX_PHRASES]] for ps in phrases]
+    alts = [[alternatives(p.text, VOCABULARIES[world])[:MAX_ALTS] for p in ps[:MAX_PHRASES]] for ps in phrases]
     texts = sorted({a for per in alts for al in per for a in al})
     row = {t: i for i, t in enumerate(texts)}
     emb = torch.cat([_l2(backend.encode_texts(backend.tokenize(texts[s:s + 1024]).to(backend.device)).embeds)

@@ -69,7 +69,9 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
         if _nbytes(fields) <= memo["max_bytes"]:
             memo.update(key=key, fields=fields)
     if head.cfg.calibrate and "phr_alt" not in fields:  # only the texts' alternatives are new
-        fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1])
+        world = "3d" if bench.info.get("style") == "3d" else "flat"  # the words its captions speak in
+        fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1],
+                                               world)
         if memo.get("key") == key and _nbytes(fields) <= memo["max_bytes"]:
             memo["fields"] = fields
     fields = {**fields, **head.bench_fields(backend, bench, img_order, batch_size, cache)}

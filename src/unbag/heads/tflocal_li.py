@@ -16,7 +16,7 @@ context layer: the correction then reads each patch and its position alone.
 `calibrate` (unbag's, docs/heads.md): each phrase's score is its best (corrected) patch cosine
 less that of its closest one-word change ("a small red cube" against "a large red cube",
 "a small blue cube", ...: the world's sizes, colors and materials, and for a counted phrase its
-other numbers, training/objectives/dense.py `alternatives`), so a phrase counts by how much
+other numbers, world/phrases.py `alternatives`), so a phrase counts by how much
 better the image supports it than its nearest rival, not by how much the image looks like it at
 all. Phrases naming no such attribute keep their plain score. Calibration is a scoring rule: the
 correction is trained on the plain score (heads/train.py), and an untrained calibrated head ranks

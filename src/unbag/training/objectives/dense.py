@@ -31,16 +31,12 @@ from ...dist import gather
 from ...errors import UnbagError
 from ...models.base import Backend
 from ...sgi import segments as seg
-from ...world.captions import NUMBERS, PLURAL
-from ...world.scene import COLORS, MATERIALS, SIZES
-from ...world.swap3d import COLORS3D, MATERIALS3D, SIZES3D
+from ...world.captions import PLURAL
+from ...world.phrases import NOUNS, VALUES, VOCABULARIES, attribute_changes
 from .base import Objective
 from .clip import ClipObjective, clip_loss
 
 KINDS = ("object", "group")  # the phrases a patch can show; a relation phrase spans two objects
-VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the attribute words a phrase swap replaces (flat world)
-# each world's attribute words: a swap draws the new word from the world the captions speak of
-VOCABULARIES = {"flat": VALUES, "3d": (SIZES3D, COLORS3D, MATERIALS3D)}
 
 
 def caption_phrases(captions: list[str]) -> tuple[list[str], torch.Tensor]:
@@ -62,37 +58,6 @@ def late_interaction(phrases: torch.Tensor, owner: torch.Tensor, patches: torch.
     return total / count[:, None]
 
 
-def attribute_changes(text: str, vocabulary: tuple = VALUES) -> list[list[str]]:
-    """For each attribute word of a phrase (size, color or material of a world's `vocabulary`), in
-    order, the phrase with that word replaced by each other value of its attribute."""
-    words = text.split()
-    out = []
-    for i, w in enumerate(words):
-        values = next((v for v in vocabulary if w in v), None)
-        if values is not None:
-            out.append([" ".join(words[:i] + [o] + words[i + 1:]) for o in values if o != w])
-    return out
-
-
-def number_changes(text: str) -> list[str]:
-    """A counted phrase ("two small red spheres") with each other number of the world's grammar,
-    the noun in that number ("one small red sphere", "three small red spheres", ...)."""
-    words = text.split()
-    if len(words) < 2:
-        return []
-    count = next((n for n, w in NUMBERS.items() if w == words[0]), None)
-    noun = NOUNS.get(words[-1])
-    if count is None or noun is None:
-        return []
-    return [" ".join([w] + words[1:-1] + [noun if n == 1 else PLURAL[noun]]) for n, w in NUMBERS.items() if n != count]
-
-
-def alternatives(text: str) -> list[str]:
-    """Every one-word change of a phrase (each attribute word, then its number), flat: "a small red
-    cube" gives "a large red cube", "a small blue cube", ... (only the words it names are changed)."""
-    return [a for changes in attribute_changes(text) for a in changes] + number_changes(text)
-
-
 def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None,
                  vocabulary: tuple = VALUES) -> tuple[list[str], torch.Tensor]:
     """For each attribute word of each phrase, the phrase with that word replaced by another value
@@ -103,9 +68,6 @@ def phrase_swaps(phrases: list[str], generator: torch.Generator | None = None,
             out.append(others[int(torch.randint(len(others), (1,), generator=generator))])
             owner.append(k)
     return out, torch.tensor(owner, dtype=torch.long)
-
-
-NOUNS = {**{s: s for s in PLURAL}, **{p: s for s, p in PLURAL.items()}}  # shape noun -> shape
 
 
 def shape_swaps(phrases: list[str], owner: torch.Tensor) -> tuple[list[str], torch.Tensor]:

@@ -1,0 +1,43 @@
+"""The phrase vocabulary of unbag's worlds and a phrase's one-word changes: what clip-dense's
+phrase swaps (training/objectives/dense.py) and TFLocal-LI's calibration (heads/) replace words
+with. Each world has its own attribute words; a change draws from the world the phrase speaks of."""
+from __future__ import annotations
+
+from .captions import NUMBERS, PLURAL
+from .scene import COLORS, MATERIALS, SIZES
+from .swap3d import COLORS3D, MATERIALS3D, SIZES3D
+
+VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the flat world's attribute words: size, color, material
+VOCABULARIES = {"flat": VALUES, "3d": (SIZES3D, COLORS3D, MATERIALS3D)}
+NOUNS = {**{s: s for s in PLURAL}, **{p: s for s, p in PLURAL.items()}}  # shape noun -> shape
+
+
+def attribute_changes(text: str, vocabulary: tuple = VALUES) -> list[list[str]]:
+    """For each attribute word of a phrase (size, color or material of a world's `vocabulary`), in
+    order, the phrase with that word replaced by each other value of its attribute."""
+    words = text.split()
+    out = []
+    for i, w in enumerate(words):
+        values = next((v for v in vocabulary if w in v), None)
+        if values is not None:
+            out.append([" ".join(words[:i] + [o] + words[i + 1:]) for o in values if o != w])
+    return out
+
+
+def number_changes(text: str) -> list[str]:
+    """A counted phrase ("two small red spheres") with each other number of the world's grammar,
+    the noun in that number ("one small red sphere", "three small red spheres", ...)."""
+    words = text.split()
+    if len(words) < 2:
+        return []
+    count = next((n for n, w in NUMBERS.items() if w == words[0]), None)
+    noun = NOUNS.get(words[-1])
+    if count is None or noun is None:
+        return []
+    return [" ".join([w] + words[1:-1] + [noun if n == 1 else PLURAL[noun]]) for n, w in NUMBERS.items() if n != count]
+
+
+def alternatives(text: str, vocabulary: tuple = VALUES) -> list[str]:
+    """Every one-word change of a phrase (each attribute word, then its number), flat: "a small red
+    cube" gives "a large red cube", "a small blue cube", ... (only the words it names are changed)."""
+    return [a for changes in attribute_changes(text, vocabulary) for a in changes] + number_changes(text)
