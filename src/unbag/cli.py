@@ -289,6 +289,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     g.add_argument("--accum", type=int, default=None, help="micro-batches per step (gradient accumulation)")
     g.add_argument("--precision", default=None, help="auto (bf16 on CUDA) | fp32 | bf16 | fp16")
     g.add_argument("--ema", type=float, default=None, help="EMA teacher decay (0: none)")
+    g.add_argument("--patch-dropout", type=float, default=None, help="share of each image's patch tokens "
+                   "dropped in training (FLIP, arXiv 2212.00794; open_clip ViTs; 0: none)")
     if methods:
         _add_method_options(g)
     g.add_argument("--select", default=None, help="ctrl-id[:N] | ctrl3d-id[:N]: export the checkpoint with the "

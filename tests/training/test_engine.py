@@ -100,3 +100,25 @@ def test_every_objective_declares_what_its_batches_hold(method):
     keys = set().union(*(set(next(it)) for _ in range(2)))  # CLIC alternates its two kinds of step
     assert ("twin_captions" in keys) == n.twins and ("neg_captions" in keys) == n.negatives
     assert ("typed_captions" in keys) == n.typed and ("texts" in keys) == n.concat
+
+
+def test_patch_dropout_drops_tokens_in_training_only(tmp_path):
+    """FLIP's patch dropout (arXiv 2212.00794): in training mode a share of each image's patch
+    tokens is dropped; the exported model reads every patch; a bad share is refused."""
+    from unbag import models
+
+    torch.manual_seed(0)
+    b = models.load("open_clip:unbag-tiny@random")
+    b.set_patch_dropout(0.5)
+    x = torch.randn(2, 3, 64, 64)
+    b.model.train()
+    with torch.no_grad():
+        assert b.encode_images(x, tokens=True).patches.shape[1] == 32  # of 64 patches
+        b.model.eval()
+        assert b.encode_images(x, tokens=True).patches.shape[1] == 64
+    tr = Trainer(_cfg(model="open_clip:unbag-tiny@random", data="world", steps=2, patch_dropout=0.5), tmp_path)
+    assert tr.model.visual.patch_dropout.prob == 0.5
+    out = tr.fit(progress=False)
+    assert models.load(str(out)).encode_images(x, tokens=True).patches.shape[1] == 64
+    with pytest.raises(UnbagError, match="--patch-dropout 1.0"):
+        _cfg(patch_dropout=1.0)

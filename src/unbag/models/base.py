@@ -12,6 +12,8 @@ from typing import Callable
 import torch
 from PIL import Image
 
+from ..errors import UnbagError
+
 
 @dataclass
 class ImageFeatures:
@@ -128,6 +130,11 @@ class Backend(ABC):
                 grid = None  # an encoder that cannot give patch tokens (e.g. a ResNet tower)
             self._patch_px = w // grid[1] if grid else None
         return self._patch_px
+
+    def set_patch_dropout(self, share: float) -> None:
+        """Drop `share` of each image's patch tokens at random in training mode (FLIP, arXiv
+        2212.00794); 0 keeps them all. For ViT image towers that support it."""
+        raise UnbagError(f"{self.spec}: patch dropout is for open_clip ViT image towers")
 
     def encode_patch_subsets(self, pixels: torch.Tensor, keep: list[tuple[int, torch.Tensor]]) -> torch.Tensor | None:
         """Global embeddings [R, D] of image regions, each encoded from only the patch tokens it

@@ -154,6 +154,10 @@ class OpenCLIPBackend(Backend):
         side = int(round(toks.shape[1] ** 0.5))
         return ImageFeatures(pooled, toks, (side, toks.shape[1] // side))
 
+    def set_patch_dropout(self, share: float) -> None:
+        from open_clip.transformer import PatchDropout
+        self.model.visual.patch_dropout = PatchDropout(share) if share > 0 else torch.nn.Identity()
+
     def encode_patch_subsets(self, pixels: torch.Tensor, keep: list[tuple[int, torch.Tensor]]) -> torch.Tensor | None:
         visual = self.model.visual
         if not all(hasattr(visual, a) for a in ("_embeds", "_pool", "transformer")):

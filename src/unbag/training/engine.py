@@ -65,6 +65,7 @@ class TrainConfig:
     accum: int = 1  # micro-batches per step (contrastive negatives come from within a micro-batch)
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
+    patch_dropout: float = 0.0  # FLIP (arXiv 2212.00794): share of each image's patch tokens dropped in training
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
     select: str = ""  # "ctrl-id[:N]" | "ctrl3d-id[:N]": export the checkpoint that validates best (select.py); "": the last
     options: dict = field(default_factory=dict)  # the method's own options, as its objective declares them
@@ -72,6 +73,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         whole_numbers(self, {"steps": 1, "batch_size": 1, "accum": 1, "ckpt_every": 1, "log_every": 1,
                              "workers": 0, "typed_negatives": 0, "unlock_last": 0})
+        if not 0 <= self.patch_dropout < 1:
+            raise UnbagError(f"--patch-dropout {self.patch_dropout}: a share in [0, 1)")
         if self.method in OBJECTIVES:  # every option recorded, defaults included
             self.options = options_of(self.method, self.options)
 
@@ -134,6 +137,8 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.backend = models.load(cfg.model, device=device)
         self.model = self.backend.model
+        if cfg.patch_dropout:  # training mode only: the exported model sees every patch
+            self.backend.set_patch_dropout(cfg.patch_dropout)
         dist.broadcast_params(self.model)
         self.frozen = freeze.apply(self.model, cfg.lock_image, cfg.lock_text, cfg.unlock_last)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
