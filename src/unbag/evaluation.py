@@ -104,6 +104,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     if precision not in PRECISIONS:
         raise UnbagError(f"--precision {precision!r}: one of {', '.join(PRECISIONS)}")
     t0 = time.perf_counter()
+    protocols.lookup(protocol)  # an unknown protocol is refused before a benchmark is generated or read
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
     spec = model.spec if isinstance(model, Backend) else model
     protocol = protocols.resolve(protocol, spec)
