@@ -50,7 +50,7 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
     key = hashlib.sha1(repr((model_id, head.cfg.early, [img_keys[i] for i in img_order],
                              [(texts[c], [p.text for p in phrases[c]]) for c in cap_order])).encode()).hexdigest()
     cache = cache if cache is not None else JobCache()
-    memo = cache.part("heads.features", lambda b: {"max_bytes": b})
+    memo = cache.part("heads.features", lambda b: {})  # {key, fields}: the last benchmark's
     fields = memo.get("fields") if memo.get("key") == key else None
     if fields is None:  # the heads of one model share its frozen features
         memo.pop("fields", None)  # one benchmark's features at a time
@@ -66,13 +66,13 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
             for k, v in text_features(backend, [texts[c] for c in cc], [phrases[c] for c in cc]).items():
                 feats.setdefault(k, []).append(v)
         fields = {k: torch.cat(v) for k, v in feats.items()}
-        if _nbytes(fields) <= memo["max_bytes"]:
+        if _nbytes(fields) <= cache.max_bytes:
             memo.update(key=key, fields=fields)
     if head.cfg.calibrate and "phr_alt" not in fields:  # only the texts' alternatives are new
         world = "3d" if bench.info.get("style") == "3d" else "flat"  # the words its captions speak in
         fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1],
                                                world)
-        if memo.get("key") == key and _nbytes(fields) <= memo["max_bytes"]:
+        if memo.get("key") == key and _nbytes(fields) <= cache.max_bytes:
             memo["fields"] = fields
     fields = {**fields, **head.bench_fields(backend, bench, img_order, batch_size, cache)}
     img, txt = head_inputs(fields, head.cfg)
