@@ -130,7 +130,7 @@ def _sgi_options(a: argparse.Namespace) -> dict:
     opts = {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
             "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir, "relations": a.relations,
             "relation_weight": a.relation_weight, "scales": a.scales, "phases": a.phases,
-            "counts": a.counts, "count_weight": a.count_weight, "frame": a.frame}
+            "counts": a.counts, "count_weight": a.count_weight, "frame": a.frame, "fill": a.fill}
     return {k: v for k, v in opts.items() if v is not None}
 
 
@@ -156,6 +156,9 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
                    "against the patch grid (diagonal, k/N of a patch) and average (default 2; 1 = one view)")
     g.add_argument("--frame", default=None, help="non-square images: pad (default: pad to a square with the "
                    "background colour, nothing lost) | crop (the square the encoder's preprocessing keeps)")
+    g.add_argument("--fill", default=None, help="mask mode: what replaces the picture outside a region: median "
+                   "(default: its median colour) | rows (each row's median: a floor seen in perspective; the 3D "
+                   "ctrl's default)")
     g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
 
 

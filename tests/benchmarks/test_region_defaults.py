@@ -46,6 +46,7 @@ def test_a_3d_ctrl_declares_chroma_regions_and_its_heads_and_results_use_them(tm
 
     flat, cube = load_benchmark("ctrl", per_category=1), load_benchmark("ctrl", per_category=1, style="3d")
     assert SGIConfig.for_benchmark(flat).regions == "blobs+groups" and SGIConfig.for_benchmark(cube).regions == "chroma"
+    assert SGIConfig.for_benchmark(flat).fill == "median" and SGIConfig.for_benchmark(cube).fill == "rows"
     assert main(["world", "build", "--style", "3d", "--per-category", "1", "--categories", "color", "--procs", "1",
                  "--out", str(tmp_path / "c3"), "--quiet"]) == 0
     built = load_benchmark(f"ctrl:{tmp_path / 'c3'}")

@@ -5,7 +5,7 @@ from PIL import Image
 
 from unbag.errors import UnbagError
 from unbag.sgi.regions import (RegionConfig, background_color, blob_boxes, cropped, grid_boxes, masked,
-                               masked_shifted, phase_offsets, proposal_boxes, regions_for)
+                               masked_shifted, phase_offsets, proposal_boxes, regions_for, row_fill)
 from unbag.world.render import render
 from unbag.world.scene import Obj, Scene
 from unbag.world.swap import CATEGORIES, build_item
@@ -57,6 +57,24 @@ def test_masking_keeps_size_and_position_cropping_does_not():
         sizes[size] = (red(m), red(c))
     assert sizes["large"][0] > 2 * sizes["small"][0]  # masked: the size difference survives
     assert sizes["large"][1] < 1.3 * sizes["small"][1]  # cropped and zoomed: it is gone
+
+
+def test_row_fill_is_the_empty_floor_of_a_shaded_scene_and_masking_takes_it():
+    """A floor whose shade changes with the row (a 3D scene in perspective): each row's median
+    is that floor where objects cover less than half of the row; masked onto it, a region sits on
+    the floor it stood on, where the median colour would paint one flat grey."""
+    floor = np.repeat(np.linspace(60, 200, 64).astype(np.uint8)[:, None, None], 64, 1).repeat(3, 2)
+    img = floor.copy()
+    img[10:20, 5:15] = (200, 30, 30)  # two objects, each under half of its rows
+    img[30:45, 40:60] = (30, 30, 200)
+    fill = row_fill(img)
+    assert fill.shape == img.shape and (fill == floor).all()
+    m = masked(img, ((5, 10, 15, 20),), fill)
+    assert (m[10:20, 5:15] == img[10:20, 5:15]).all() and (m[30:45, 40:60] == floor[30:45, 40:60]).all()
+    assert not (masked(img, ((5, 10, 15, 20),), background_color(img))[30:45, 40:60] == floor[30:45, 40:60]).all()
+    from unbag.sgi.config import SGIConfig
+    with pytest.raises(UnbagError, match="unknown SGI fill 'floor'; use one of median, rows"):
+        SGIConfig(fill="floor")
 
 
 @pytest.mark.parametrize("finder", [blob_boxes, proposal_boxes])

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass, fields
 
 
 from ..errors import UnbagError
-from .regions import (FRAMES, RegionConfig)
+from .regions import FILLS, FRAMES, RegionConfig
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -27,6 +27,7 @@ class SGIConfig:
     scales: tuple[float, ...] = (0.5, 1 / 3)
     phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
     frame: str = "pad"  # mask mode, non-square images: pad to a square (nothing lost) | crop (the encoder's)
+    fill: str = "median"  # mask mode: what replaces the picture outside a region (median colour | each row's)
     counts: str = "check"  # counted phrases must fit as many single regions as they say; off: do not
     count_weight: float = 0.3
     cache_dir: str | None = None
@@ -44,6 +45,8 @@ class SGIConfig:
             raise UnbagError(f"SGI phases must be a whole number >= 1, got {self.phases!r}")
         if self.frame not in FRAMES:
             raise UnbagError(f"unknown SGI frame {self.frame!r}; use one of {', '.join(FRAMES)}")
+        if self.fill not in FILLS:
+            raise UnbagError(f"unknown SGI fill {self.fill!r}; use one of {', '.join(FILLS)}")
         if self.counts not in COUNTS:
             raise UnbagError(f"unknown SGI count handling {self.counts!r}; use one of {', '.join(COUNTS)}")
         if self.segmenter not in ("auto", "spacy", "rules"):

@@ -18,7 +18,7 @@ from ..scoring.encode import unique
 from . import segments as seg
 from .cache import RegionCache
 from .regions import (background_color, frame_regions, framed, masked,
-                      masked_shifted, patch_cover, phase_offsets)
+                      masked_shifted, patch_cover, phase_offsets, row_fill)
 from .config import SGIConfig
 
 def box_of(region) -> tuple[float, float, float, float]:
@@ -34,9 +34,11 @@ class ImageRegions:
     emb: torch.Tensor  # [R, D]
 
 
-def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str, phases: int = 1) -> torch.Tensor:
+def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str, phases: int = 1,
+            fill_with: str = "median") -> torch.Tensor:
     """Encoder inputs [R * V, 3, H, W] for the regions of one image, V views per region (V = phases in
-    mask mode, each view shifting the region to another phase of the patch grid; else 1)."""
+    mask mode, each view shifting the region to another phase of the patch grid; else 1); in mask
+    mode the rest of the picture is filled with its median colour or each row's (`fill_with`)."""
     h, w = backend.image_size
     if mode == "mask":
         fill = background_color(arr)
@@ -45,6 +47,10 @@ def _inputs(backend: Backend, arr: np.ndarray, regions: list, mode: str, phases:
             # there, which is what masking first and resizing each input gives, up to interpolation
             # at the box borders, for a fraction of the cost on photos
             arr, regions = _resized(arr, regions, h)
+        if fill_with == "rows":
+            # a floor seen in perspective changes shade with the row: a flat colour around a
+            # region is a picture no model saw (docs/world3d.md, SGI on 3D scenes)
+            fill = row_fill(arr)
         patch = backend.patch_px() if phases > 1 else None
         if patch:
             side = arr.shape[:2]
@@ -182,7 +188,7 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
             arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
             pixels = image_key(arr)
             arr, regions = framed_regions(arr, pixels, cfg, gts[i], searches)
-            key = embeds.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"median/phases{views}")
+            key = embeds.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"{cfg.fill}/phases{views}")
             hit = embeds.get(key)
             if hit is not None:
                 done[slot] = ImageRegions(regions, hit)
@@ -190,7 +196,8 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
                 if mode == "tokens":
                     pending.append((slot, regions, key, *_token_inputs(backend, arr, regions)))
                 else:
-                    pending.append((slot, regions, key, _inputs(backend, arr, regions, mode, cfg.phases)))
+                    pending.append((slot, regions, key, _inputs(backend, arr, regions, mode, cfg.phases,
+                                                                         cfg.fill)))
                 n_pending += len(regions) * views
                 if n_pending >= batch_size:
                     flush()

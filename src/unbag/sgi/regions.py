@@ -114,6 +114,15 @@ def background_color(img: np.ndarray) -> np.ndarray:
     return np.median(img.reshape(-1, 3), axis=0).astype(np.uint8)
 
 
+FILLS = ("median", "rows")
+
+
+def row_fill(img: np.ndarray) -> np.ndarray:
+    """Each row's per-channel median along the row [H, W, 3]: the floor of a scene seen in
+    perspective (its shade changes with the row), when objects cover less than half of each row."""
+    return np.ascontiguousarray(np.broadcast_to(np.median(img, axis=1, keepdims=True).astype(np.uint8), img.shape))
+
+
 def _segment_boxes(labels: np.ndarray, keep, pad: int, min_area: float) -> list[list[int]]:
     from scipy import ndimage
 
@@ -387,7 +396,8 @@ def patch_cover(region: Region, side: int, grid: int, min_cover: float = 0.5) ->
 
 
 def masked(img: np.ndarray, region: Region, fill: np.ndarray) -> np.ndarray:
-    """The image with everything outside the region's boxes replaced by `fill`."""
+    """The image with everything outside the region's boxes replaced by `fill` (a colour [3], or a
+    picture of the image's shape)."""
     out = np.empty_like(img)
     out[:] = fill
     for x0, y0, x1, y1 in region:
