@@ -6,6 +6,9 @@
 #   1. the built-in model: `clip-dense` from random weights on a 40,960-sample pool of the 3D
 #      pretraining stream (2026-12-02: the pool in 38 min on one core, 3,000 steps in about 45 min
 #      on 2 cores), then measured on the 3D ctrl (global, sgi, sgi:paper).
+#   2. siblings: continued from stage 1 on a 20,480-sample pool of `world3d:pretraining-siblings`
+#      (half of the scenes built around two objects alike in all but shape and one more attribute)
+#      with `--shape-swaps`, the flat recipe's second stage (src/unbag/weights/builtin/TRAINING.md).
 # Not written yet (issue 35): the FT / NegCLIP / CLIC / DeGLA overlays on a 3D fine-tuning pool,
 # the heads on `swaps3d` features, and shipping (replacing src/unbag/weights/).
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
@@ -32,10 +35,25 @@ if [ ! -f "$S/builtin/weights.safetensors" ]; then
   cp "$R/builtin/log.jsonl" "$S/builtin/log.jsonl"
   cp "$R/builtin/config.json" "$S/builtin/train_config.json"
 fi
-# the 3D ctrl (seed 0, 100 items per category and split) and stage 1 measured on it
+# the 3D ctrl (seed 0, 100 items per category and split); each stage measured on it
 [ -f "$R/ctrl3d/meta.json" ] || $U world build --style 3d --seed 0 --per-category 100 --procs 2 --out "$R/ctrl3d" --quiet
-for p in global sgi sgi:paper; do
-  f="$S/builtin/ctrl3d-${p/:/-}.json"
-  [ -f "$f" ] || { $U eval --model "$S/builtin" --bench "ctrl:$R/ctrl3d" --protocol "$p" --out "$R/${f##*/}" --quiet \
-                   && cp "$R/${f##*/}" "$f"; }
-done
+measure() {  # STAGE: global, unbag's SGI (the 3D ctrl's defaults) and the paper's SGI on the 3D ctrl
+  for p in global sgi sgi:paper; do
+    f="$S/$1/ctrl3d-${p/:/-}.json"
+    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:$R/ctrl3d" --protocol "$p" --out "$R/$1-${f##*/}" --quiet \
+                     && cp "$R/$1-${f##*/}" "$f"; }
+  done
+}
+measure builtin
+
+if [ ! -f "$S/siblings/weights.safetensors" ]; then
+  pool pretraining-siblings 20480 0
+  [ -f "$R/siblings/model/open_clip_config.json" ] || $U train --method clip-dense --model "$S/builtin" \
+      --data "pool:$R/pool-pretraining-siblings" --shape-swaps --steps 1200 --batch-size 128 --lr 3e-4 --warmup 20 \
+      --seed 5 --vocabulary 3d --out "$R/siblings" --quiet $( [ -f "$R/siblings/ckpt/trainer.pt" ] && echo --resume )
+  mkdir -p "$S/siblings"
+  cp "$R/siblings/log.jsonl" "$S/siblings/log.jsonl"
+  cp "$R/siblings/config.json" "$S/siblings/train_config.json"
+  $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings', '$S/builtin', 0, '$S/siblings')"
+fi
+measure siblings

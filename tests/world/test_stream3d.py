@@ -32,8 +32,26 @@ def test_samples_are_deterministic_and_inside_their_distribution(samples):
             assert swap3d.relation_holds(s.scene.objects[i], rel, s.scene.objects[j], left, front)
     pre = [stream3d.sample(2, k, 64, "pretraining") for k in range(60)]
     assert any(swap3d.held_out(o) for s in pre for o in s.scene.objects)  # pretraining: every combination
-    with pytest.raises(ValueError, match="no 3D stream"):
-        stream3d.sample(2, 0, 64, "pretraining-siblings")
+    with pytest.raises(ValueError, match="unknown world distribution"):
+        stream3d.sample(2, 0, 64, "siblings")
+
+
+def test_the_siblings_stream_builds_half_its_scenes_around_two_siblings_and_keeps_the_rest():
+    """world3d:pretraining-siblings: a sibling scene holds two objects alike in all but their shape
+    and one more attribute; every other sample is the plain pretraining stream's, bit for bit."""
+    from unbag.world.swap3d import VALUES
+    n, sibling = 16, 0
+    for k in range(n):
+        s, plain = stream3d.sample(4, k, 32, "pretraining-siblings"), stream3d.sample(4, k, 32, "pretraining")
+        if np.random.default_rng([4, 3, 13, k]).random() >= 0.5:
+            assert s.caption == plain.caption and s.image.tobytes() == plain.image.tobytes()
+            continue
+        sibling += 1
+        objs = s.scene.objects
+        assert 2 <= len(objs) <= 4
+        assert any(a.shape != b.shape and sum(getattr(a, x) != getattr(b, x) for x in VALUES) == 1
+                   for i, a in enumerate(objs) for b in objs[i + 1:])
+    assert 0 < sibling < n
 
 
 def test_twins_swap_one_binding_under_the_same_camera(samples):
@@ -69,13 +87,14 @@ def test_pool_holds_the_streams_own_samples_in_a_seeded_order(pool):
     meta = read_meta(pool)
     assert meta["n"] == 20 and meta["dist"] == "finetuning" and meta["render"] == 3
     ps = PoolStream(pool, run_seed=9)
+    stream = [stream3d.sample(2, i, 64, "finetuning") for i in range(20)]
     seen = []
     for k in range(20):  # one epoch: every pool sample once
         got = ps.sample(0, k, 64)
-        i = next(i for i in range(20) if stream3d.sample(2, i, 64, "finetuning").caption == got.caption
-                 and stream3d.sample(2, i, 64, "finetuning").image.tobytes() == got.image.tobytes())
+        i = next(i for i, s in enumerate(stream) if s.caption == got.caption
+                 and s.image.tobytes() == got.image.tobytes())
         seen.append(i)
-        t, want = ps.twin(0, k, 64), stream3d.twin(2, i, 64, None, "finetuning")
+        t, want = ps.twin(0, k, 64), stream3d.twin(2, i, 64, stream[i], "finetuning")
         assert (t is None) == (want is None)
         if t is not None:
             assert t.caption == want.caption and t.image.tobytes() == want.image.tobytes()

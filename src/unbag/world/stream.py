@@ -50,8 +50,8 @@ DISTRIBUTIONS = {
 DEFAULT = "finetuning"
 
 
-# the distributions the 3D world has (siblings are not built in 3D)
-NAMES3D = ("pretraining", "pretraining-web", "finetuning")
+# the distributions the 3D world has
+NAMES3D = ("pretraining", "pretraining-web", "pretraining-siblings", "finetuning")
 STYLES = {"world": ("flat", tuple(DISTRIBUTIONS)), "world3d": ("3d", NAMES3D)}
 
 

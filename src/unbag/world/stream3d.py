@@ -4,7 +4,8 @@ rendered on the fly, with the flat streams' distributions and caption grammar (s
 `pretraining` may render and name every combination; `finetuning` never renders or names the
 held-out ones (swap3d.HELD_OUT: CoGenT's condition B colours, small cylinder, metal cube), so the
 3D ctrl OOD split is out of every method's and head's training distribution. Pretraining on
-`finetuning` too is the strict setting. `pretraining-web` varies the captions as in the flat world.
+`finetuning` too is the strict setting. `pretraining-web` varies the captions as in the flat world;
+`pretraining-siblings` builds half of its scenes around two siblings, as the flat world's does.
 
 Scenes: 30% one object, 20% one or two groups of identical objects (counts), 50% two to five
 random objects, placed by CLEVR's rules with every object visible (scene3d.py). Relations are
@@ -24,7 +25,7 @@ from . import captions as cap
 from .render3d import instances, picture
 from .scene3d import SHAPES3D, min_visible, place, placed
 from .stream import DISTRIBUTIONS, NAMES3D as NAMES, Distribution, Sample, Twin, _swaps, distribution
-from .swap3d import RELATIONS3D, positions, held_out, random_obj, relation_holds
+from .swap3d import RELATIONS3D, VALUES, positions, held_out, random_obj, relation_holds
 
 
 def distribution3d(name: str | Distribution) -> Distribution:
@@ -47,11 +48,28 @@ def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:
     return [pick() for _ in range(int(rng.integers(2, 6)))]
 
 
-def training_scene(rng: np.random.Generator, px: int, allow_held_out: bool):
-    """(scene, instance map) of a random training scene placed by CLEVR's rules."""
+def sibling_objects(rng: np.random.Generator, allow_held_out: bool) -> list:
+    """Two siblings (alike in every attribute but their shape and one more, as a SWAP item's A and
+    B are; two in three share their colour) and zero to two random objects, in random order: a
+    scene that asks for an object's shape next to a same-looking neighbour (stream.sibling_scene)."""
+    while True:
+        a_shape, b_shape = (str(s) for s in rng.choice(SHAPES3D, size=2, replace=False))
+        attr = str(rng.choice(list(VALUES)))
+        a = random_obj(rng, a_shape, True)
+        b = replace(a, shape=b_shape, **{attr: str(rng.choice([v for v in VALUES[attr] if v != getattr(a, attr)]))})
+        objs = [a, b] + [random_obj(rng, str(rng.choice(SHAPES3D)), allow_held_out)
+                         for _ in range(int(rng.integers(0, 3)))]
+        if allow_held_out or not any(held_out(o) for o in objs):
+            return [objs[i] for i in rng.permutation(len(objs))]
+
+
+def training_scene(rng: np.random.Generator, px: int, allow_held_out: bool, siblings: bool = False):
+    """(scene, instance map) of a random training scene placed by CLEVR's rules (built around two
+    siblings when `siblings`)."""
+    draw = sibling_objects if siblings else training_objects
     while True:
         try:
-            scene, _, inst = place(rng, training_objects(rng, allow_held_out), px=px, draw=False)
+            scene, _, inst = place(rng, draw(rng, allow_held_out), px=px, draw=False)
             return scene, inst
         except RuntimeError:  # no placement kept every object visible: draw other objects
             continue
@@ -72,7 +90,11 @@ def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = "fine
     """Training sample `index` of the 3D stream with this seed, from distribution `dist`."""
     d = distribution3d(dist)
     rng = np.random.default_rng([seed, 3, 7, index])  # 3: the 3D world; 7: apart from test items
-    scene, _ = training_scene(rng, px, d.held_out)
+    # a sibling scene draws from its own generator, so the other samples stay the plain stream's
+    siblings = False
+    if d.siblings and (sib := np.random.default_rng([seed, 3, 13, index])).random() < d.siblings:
+        rng, siblings = sib, True
+    scene, _ = training_scene(rng, px, d.held_out, siblings)
     objs = list(scene.objects)
     form = cap.choose_form(objs, rng, d.templates, RELATIONS3D, _holds(scene))
     if d.partial:
