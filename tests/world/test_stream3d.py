@@ -103,6 +103,41 @@ def test_pool_holds_the_streams_own_samples_in_a_seeded_order(pool):
         [ps.sample(0, k, 64).caption for k in range(3)]
 
 
+def test_an_interrupted_pool_build_renders_only_its_missing_shards_when_run_again(tmp_path, monkeypatch):
+    from unbag.world import pool3d
+
+    monkeypatch.setattr(pool3d, "SHARD", 2)
+    rendered, real = [], pool3d._render_shard
+
+    def flaky(job):
+        if job[3] == 1 and not rendered.count(1):
+            rendered.append(1)
+            raise KeyboardInterrupt  # the session ends while shard 1 renders
+        rendered.append(job[3])
+        return real(job)
+    monkeypatch.setattr(pool3d, "_render_shard", flaky)
+    out = tmp_path / "p"
+    with pytest.raises(KeyboardInterrupt):
+        build_pool(out, seed=2, n=5, progress=False)
+    part = tmp_path / ".p.partial"
+    assert not out.exists() and sorted(f.name for f in part.glob("*.npz")) == ["shard-000000.npz"]
+    rendered.clear()
+    rendered.append(1)  # shard 1 renders this time
+    build_pool(out, seed=2, n=5, progress=False)
+    assert rendered == [1, 1, 2] and not part.exists()  # shard 0 was kept, not rendered again
+    assert read_meta(out)["n"] == 5 and len({PoolStream(out, 0).sample(0, k, 64).caption for k in range(5)}) > 1
+    got = sorted(pool3d._shard(str(out / f"shard-{k:06d}.npz"))["meta"][j]["caption"] for k, j in
+                 [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)])
+    assert got == sorted(stream3d.sample(2, i, 64, "finetuning").caption for i in range(5))
+    # a partial build for other inputs is unbag's own and is started afresh; anything else is refused
+    build_pool(tmp_path / "q", seed=2, n=1, progress=False)
+    (tmp_path / ".q.partial").mkdir()
+    (tmp_path / ".q.partial" / "mine.txt").write_text("x")
+    with pytest.raises(UnbagError, match=r"\.q\.partial: not an interrupted `unbag world pool`"):
+        build_pool(tmp_path / "q", seed=2, n=1, progress=False)
+    assert (tmp_path / ".q.partial" / "mine.txt").exists()
+
+
 def test_pool_refuses_other_pixels(pool, tmp_path):
     import shutil
     other = tmp_path / "old"

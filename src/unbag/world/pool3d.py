@@ -13,18 +13,21 @@ DIR/shard-000000.npz ...  per K samples: `images`, `twins` (uint8 [K, PX, PX, 3]
                 a twin has zeros), `has_twin` (bool [K]) and `meta` (UTF-8 JSON bytes: per sample its
                 caption, segments, caption form and scene; its twin's caption, segments, category
                 and scene). Read with numpy's allow_pickle=False.
-A pool is reused only as a whole: its meta names every input that made it.
+A pool is reused only as a whole: its meta names every input that made it. An interrupted build
+keeps its finished shards in `.DIR.partial` beside DIR (with `job.json`, the inputs they were
+rendered for); the same command run again renders only the shards missing there.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UnbagError
-from ..utils import atomic_dir, read_json
+from ..utils import atomic_dir, atomic_write, check_out, read_json
 from . import captions as cap
 from .stream import Sample, Twin
 from .swap3d import scene_from_record, scene_record
@@ -87,24 +90,48 @@ def build_pool(out: str | os.PathLike, data: str = "world3d:finetuning", seed: i
         raise UnbagError(f"--data {data!r}: a pool renders a 3D stream: " + ", ".join(f"world3d:{d}" for d in NAMES3D))
     if n < 1:
         raise UnbagError(f"--n {n}: at least 1 sample")
-    jobs = [(seed, dist, px, k, n) for k in range((n + SHARD - 1) // SHARD)]
+    out = check_out(out, "world pool", overwrite)
+    meta = {"format": FORMAT, "version": VERSION, "render": RENDER_VERSION, "dist": dist, "seed": seed, "size": px,
+            "n": n, "shard": SHARD}
+    part = _partial(out, meta)
+    names = [f"shard-{k:06d}.npz" for k in range((n + SHARD - 1) // SHARD)]
+    jobs = [(seed, dist, px, k, n) for k, name in enumerate(names) if not (part / name).exists()]
+    if procs > 1 and len(jobs) > 1:
+        from multiprocessing import get_context
+        pool = get_context("spawn").Pool(procs)
+        done = pool.imap_unordered(_render_shard, jobs)
+    else:
+        pool, done = None, map(_render_shard, jobs)
+    try:
+        for k, data_bytes in track(done, total=len(jobs), description="world pool", disable=not progress):
+            atomic_write(part / names[k], data_bytes)  # kept if the build is interrupted
+    finally:
+        if pool is not None:
+            pool.terminate()
     with atomic_dir(out, "world pool", overwrite) as tmp:
-        if procs > 1:
-            from multiprocessing import get_context
-            pool = get_context("spawn").Pool(procs)
-            done = pool.imap_unordered(_render_shard, jobs)
-        else:
-            pool, done = None, map(_render_shard, jobs)
+        for name in names:
+            os.replace(part / name, tmp / name)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.rmtree(part)
+    return out
+
+
+def _partial(out: Path, meta: dict) -> Path:
+    """The folder of an interrupted build's finished shards, `.OUT.partial`, for these inputs: kept
+    when it was rendered for the same ones, emptied when for others (unbag's own: it holds job.json)."""
+    part = out.with_name(f".{out.name}.partial")
+    job = part / "job.json"
+    if part.exists():
         try:
-            for k, data_bytes in track(done, total=len(jobs), description="world pool", disable=not progress):
-                (tmp / f"shard-{k:06d}.npz").write_bytes(data_bytes)
-        finally:
-            if pool is not None:
-                pool.terminate()
-        (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION, "render": RENDER_VERSION,
-                                                   "dist": dist, "seed": seed, "size": px, "n": n, "shard": SHARD},
-                                                  indent=2) + "\n")
-    return Path(out)
+            same = json.loads(job.read_text()) == meta
+        except (OSError, ValueError):
+            raise UnbagError(f"{part}: not an interrupted `unbag world pool` (no readable job.json); move it "
+                             "away and run again") from None
+        if not same:
+            shutil.rmtree(part)
+    part.mkdir(parents=True, exist_ok=True)
+    atomic_write(job, json.dumps(meta, indent=2) + "\n")
+    return part
 
 
 def read_meta(root: str | os.PathLike) -> dict:
