@@ -122,8 +122,9 @@ def test_unknown_distribution_is_a_clear_error():
     assert parse_data("world:pretraining").kind == "world"
     with pytest.raises(UnbagError, match="world:pretraining"):
         parse_data("world:web")
-    with pytest.raises(UnbagError, match="world3d:finetuning"):  # the 3D world has no siblings stream
-        parse_data("world3d:pretraining-siblings")
+    assert parse_data("world3d:pretraining-siblings").dist == "pretraining-siblings"
+    with pytest.raises(UnbagError, match="world3d:finetuning"):
+        parse_data("world3d:siblings")
 
 
 def _siblings(objs, same_color: bool = False) -> bool:
