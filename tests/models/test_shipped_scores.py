@@ -33,9 +33,10 @@ def shipped_scores(spec: str, protocols=PROTOCOLS, weights: str | None = None) -
 
     bench = unbag.load_benchmark("ctrl", per_category=PER_CATEGORY)
     model = unbag.load_model(weights or spec, device="cpu")
+    job = unbag.JobCache()  # the heads share the model's frozen features, as in `unbag run` (scores unchanged)
     out = {}
     for proto in protocols:
-        fn, _ = registry.build(registry.resolve(proto, spec), {}, "ctrl")
+        fn, _ = registry.build(registry.resolve(proto, spec), {}, "ctrl", cache=job)
         out[proto] = fn(model, bench, batch_size=256, progress=False)
     return out, weights_id(model)
 
