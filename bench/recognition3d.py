@@ -132,6 +132,15 @@ def main() -> None:
         cells = [f"{100 * zero_shot(backend, m_seen, g_seen, k):5.1f} / "
                  f"{100 * zero_shot(backend, m_held, g_held, k):5.1f}" for k in VALUES]
         print(f"| {'zero-shot, ' + name:34s} | " + " | ".join(f"{c:>13s}" for c in cells) + " |")
+    # shape by size, seen objects: a small object covers a few pixels at 64 px
+    for rows, name in ((None, "whole picture"), (True, "masked, rows' median fill")):
+        objs = seen if rows is None else masked_to_box(seen, rows)
+        g = features(backend, objs)["global"]
+        cells = []
+        for size in ("small", "large"):
+            keep = [k for k, (o, _, _) in enumerate(objs) if o.size == size]
+            cells.append(f"{size} {100 * zero_shot(backend, [objs[k] for k in keep], g[keep], 'shape'):5.1f}")
+        print(f"| shape by size, seen, {name}: " + ", ".join(cells) + " |")
     for name in f_train:
         cells = []
         for attr, vals in VALUES.items():
