@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from heldout_recognition import probe  # the flat world's linear probe (bench/ is this script's path)
 from unbag import models
 from unbag.scoring.encode import encode_texts
 from unbag.sgi.regions import background_color, masked
@@ -87,24 +88,6 @@ def zero_shot(backend, objs: list, feats: torch.Tensor, attr: str) -> float:
     pred = torch.einsum("nd,nvd->nv", feats, t).argmax(1)
     true = torch.tensor([VALUES[attr].index(getattr(o, attr)) for o, _, _ in objs])
     return float((pred == true).float().mean())
-
-
-def probe(train: torch.Tensor, y: torch.Tensor, tests: list[tuple[torch.Tensor, torch.Tensor]], k: int) -> list[float]:
-    """Multinomial logistic regression (L-BFGS, small L2) on standardised features; test accuracies."""
-    mu, sd = train.mean(0), train.std(0) + 1e-6
-    w = torch.zeros(train.shape[1], k, requires_grad=True)
-    b = torch.zeros(k, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], max_iter=200)
-    xs = (train - mu) / sd
-
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(xs @ w + b, y) + 1e-3 * (w ** 2).sum()
-        loss.backward()
-        return loss
-    opt.step(closure)
-    with torch.no_grad():
-        return [float((((x - mu) / sd) @ w + b).argmax(1).eq(t).float().mean()) for x, t in tests]
 
 
 def main() -> None:
