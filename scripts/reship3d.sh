@@ -9,8 +9,11 @@
 #   2. siblings: continued from stage 1 on a 20,480-sample pool of `world3d:pretraining-siblings`
 #      (half of the scenes built around two objects alike in all but shape and one more attribute)
 #      with `--shape-swaps`, the flat recipe's second stage (src/unbag/weights/builtin/TRAINING.md).
+#   3. heads on the stage-2 model: TFRegions and TFLocal-LI trained on frozen features of 2,000
+#      in-distribution 3D SWAP items (`swaps3d`, seed 1000; chroma regions, rows fill), as
+#      scripts/reship.sh trains them on the flat world, measured on the 3D ctrl.
 # Not written yet (issue 35): the FT / NegCLIP / CLIC / DeGLA overlays on a 3D fine-tuning pool,
-# the heads on `swaps3d` features, and shipping (replacing src/unbag/weights/).
+# TFLocal and TFGlobal, and shipping (replacing src/unbag/weights/).
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +60,16 @@ if [ ! -f "$S/siblings/weights.safetensors" ]; then
   $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings', '$S/builtin', 0, '$S/siblings')"
 fi
 measure siblings
+
+# 3. heads on frozen features of the stage-2 model
+f="$R/feat-siblings"
+[ -f "$f/index.json" ] || $U features --model "$S/siblings" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
+train_head() {  # KIND ARGS...: train the head once, measure it on the 3D ctrl
+  local k=$1; shift
+  [ -f "$S/heads/$k/head.json" ] || $U train --method "$k" --model "$S/siblings" --data "$f" "$@" \
+      --out "$S/heads/$k" --quiet
+  [ -f "$S/heads/$k-ctrl3d.json" ] || { $U eval --model "$S/siblings" --bench "ctrl:$R/ctrl3d" --protocol "head:$S/heads/$k" \
+      --out "$R/head-$k.json" --quiet && cp "$R/head-$k.json" "$S/heads/$k-ctrl3d.json"; }
+}
+train_head tfregions --steps 1000 --lr 3e-4
+train_head tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
