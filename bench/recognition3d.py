@@ -5,8 +5,8 @@ read one object's material alone cannot bind it either. Single objects placed by
 (random camera and lights), each measured seen vs held-out (swap3d.HELD_OUT):
 
 1. zero-shot with the model's own text, on the whole picture and on SGI's input (the picture
-   masked to the object's box, the rest filled with the background colour, as SGI's mask mode): among the phrases that differ from the true one only in
-   one attribute ("a small red metal cube" vs "a small red rubber cube"), is the true one the most
+   masked to the object's box, the rest filled as SGI's `fill` says: the median colour or each
+   row's): among the phrases that differ from the true one only in one attribute ("a small red metal cube" vs "a small red rubber cube"), is the true one the most
    similar to the global embedding (chance 1/3, 1/8, 1/2, 1/2)?
 2. linear probes on frozen features (the global embedding; the final patch tokens averaged over
    the object's visible pixels), trained on seen objects, tested on both: what the image tower
@@ -25,12 +25,11 @@ import torch.nn.functional as F
 from heldout_recognition import probe  # the flat world's linear probe (bench/ is this script's path)
 from unbag import models
 from unbag.scoring.encode import encode_texts
-from unbag.sgi.regions import background_color, masked
+from unbag.sgi.regions import background_color, masked, row_fill
 from unbag.world.captions import phrase
 from unbag.world.render3d import picture
-from unbag.world.scene3d import place, random_object
+from unbag.world.scene3d import SHAPES3D, place, random_object
 from unbag.world.swap3d import VALUES as ATTRS, held_out
-from unbag.world.scene3d import SHAPES3D
 
 VALUES = {"shape": SHAPES3D, **ATTRS}
 
@@ -47,23 +46,14 @@ def objects(rng: np.random.Generator, n: int, held: bool, px: int) -> list:
     return out
 
 
-def row_fill(pic: np.ndarray) -> np.ndarray:
-    """Each row's median colour, broadcast along the row."""
-    return np.broadcast_to(np.median(pic, axis=1, keepdims=True).astype(np.uint8), pic.shape)
-
-
 def masked_to_box(objs: list, rows: bool = False) -> list:
-    """The same objects with each picture masked to the object's box, as SGI's mask mode sees it."""
+    """The same objects with each picture masked to the object's box, as SGI's mask mode sees it
+    (filled with each row's median when `rows`, else the median colour)."""
     out = []
     for o, pic, inst in objs:
         ys, xs = np.nonzero(inst)
-        box = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
-        if rows:
-            m = row_fill(pic).copy()
-            m[box[1]:box[3], box[0]:box[2]] = pic[box[1]:box[3], box[0]:box[2]]
-        else:
-            m = masked(pic, [box], background_color(pic))
-        out.append((o, m, inst))
+        box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
+        out.append((o, masked(pic, [box], row_fill(pic) if rows else background_color(pic)), inst))
     return out
 
 

@@ -85,7 +85,7 @@ class WorldSource:
                 raise UnbagError(f"pool:{pool}: rendered at {self.streams.meta['size']} px, the model takes {px} px")
         elif style == "3d":
             from ..world import stream3d
-            self.dist, self.streams = stream3d.distribution3d(dist), stream3d
+            self.dist, self.streams = stream3d.distribution(dist), stream3d
         else:
             self.dist, self.streams = stream.distribution(dist), stream
 

@@ -50,8 +50,8 @@ DISTRIBUTIONS = {
 DEFAULT = "finetuning"
 
 
-# the distributions the 3D world has
-NAMES3D = ("pretraining", "pretraining-web", "pretraining-siblings", "finetuning")
+# the distributions the 3D world has: all of them
+NAMES3D = tuple(DISTRIBUTIONS)
 STYLES = {"world": ("flat", tuple(DISTRIBUTIONS)), "world3d": ("3d", NAMES3D)}
 
 

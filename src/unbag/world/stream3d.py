@@ -24,15 +24,8 @@ import numpy as np
 from . import captions as cap
 from .render3d import instances, picture
 from .scene3d import SHAPES3D, min_visible, place, placed
-from .stream import DISTRIBUTIONS, NAMES3D as NAMES, Distribution, Sample, Twin, _swaps, distribution
+from .stream import Distribution, Sample, Twin, _swaps, distribution
 from .swap3d import RELATIONS3D, VALUES, positions, held_out, random_obj, relation_holds
-
-
-def distribution3d(name: str | Distribution) -> Distribution:
-    d = distribution(name)
-    if d.name not in NAMES:
-        raise ValueError(f"world distribution {d.name!r} has no 3D stream; expected one of {', '.join(NAMES)}")
-    return DISTRIBUTIONS[d.name]
 
 
 def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:
@@ -88,7 +81,7 @@ def describe(scene, rng: np.random.Generator) -> str:
 
 def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = "finetuning") -> Sample:
     """Training sample `index` of the 3D stream with this seed, from distribution `dist`."""
-    d = distribution3d(dist)
+    d = distribution(dist)
     rng = np.random.default_rng([seed, 3, 7, index])  # 3: the 3D world; 7: apart from test items
     # a sibling scene draws from its own generator, so the other samples stay the plain stream's
     siblings = False
@@ -108,7 +101,7 @@ def twin(seed: int, index: int, px: int = 64, s: Sample | None = None,
     """A binding-swap twin of sample `index`: the same camera and lights, one swap (attribute,
     count or relation) that keeps CLEVR's rules and every object visible, stays inside the
     distribution and changes the caption; None when the scene has none."""
-    d = distribution3d(dist)
+    d = distribution(dist)
     s = s or sample(seed, index, px, d)
     rng = np.random.default_rng([seed, 3, 8, index])
     scene = s.scene
