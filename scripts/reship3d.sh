@@ -12,6 +12,7 @@
 #   3. heads on the stage-2 model: TFRegions and TFLocal-LI trained on frozen features of 2,000
 #      in-distribution 3D SWAP items (`swaps3d`, seed 1000; chroma regions, rows fill), as
 #      scripts/reship.sh trains them on the flat world, measured on the 3D ctrl.
+#   4. stage 1 again with a convolutional stem in the image tower (`unbag-tiny-conv`), measured.
 # Not written yet (issue 35): the FT / NegCLIP / CLIC / DeGLA overlays on a 3D fine-tuning pool,
 # TFLocal and TFGlobal, and shipping (replacing src/unbag/weights/).
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
@@ -73,3 +74,19 @@ train_head() {  # KIND ARGS...: train the head once, measure it on the 3D ctrl
 }
 train_head tfregions --steps 1000 --lr 3e-4
 train_head tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+
+# 4. the built-in model with a convolutional stem (src/unbag/models/stem.py): stage 1's recipe and
+#    pool, the tower's patch embedding the only change (bench/shape_capacity3d.py: trained alone on
+#    single objects, a ViT reads shape at 55% with patch embedding, 83% with the stem)
+pool pretraining 40960 0
+if [ ! -f "$S/builtin-conv/weights.safetensors" ]; then
+  [ -f "$R/builtin-conv/model/open_clip_config.json" ] || $U train --method clip-dense \
+      --model open_clip:unbag-tiny-conv@random --data "pool:$R/pool-pretraining" --steps 3000 --batch-size 128 \
+      --lr 1e-3 --warmup 100 --seed 0 --vocabulary 3d --out "$R/builtin-conv" --quiet \
+      $( [ -f "$R/builtin-conv/ckpt/trainer.pt" ] && echo --resume )
+  mkdir -p "$S/builtin-conv"
+  cp "$R/builtin-conv/log.jsonl" "$S/builtin-conv/log.jsonl"
+  cp "$R/builtin-conv/config.json" "$S/builtin-conv/train_config.json"
+  $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/builtin-conv', 'open_clip:unbag-tiny-conv@random', 0, '$S/builtin-conv')"
+fi
+measure builtin-conv

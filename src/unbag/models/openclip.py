@@ -9,6 +9,7 @@ from PIL import Image
 from safetensors import SafetensorError
 
 from ..errors import UnbagError
+from . import stem
 from .base import Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -71,35 +72,65 @@ class OpenCLIPBackend(Backend):
         elif not name.startswith("hf-hub:") and name not in oc.list_models():
             raise UnbagError(f"open_clip has no model config {name!r} "
                              f"(see open_clip.list_models(); unbag adds: {sorted(self.own_configs())})")
+        model_cfg = self._model_cfg(oc, name)
         try:
-            model, _, preprocess = oc.create_model_and_transforms(
-                name, pretrained=pretrained, device=device, load_weights=load_weights)
+            if stem.KEY in model_cfg:  # unbag's own tower: open_clip's factory does not know the key
+                model, preprocess = self._with_stem(oc, name, model_cfg, pretrained, device, load_weights)
+            else:
+                model, _, preprocess = oc.create_model_and_transforms(
+                    name, pretrained=pretrained, device=device, load_weights=load_weights)
         except (RuntimeError, FileNotFoundError, ValueError, OSError, SafetensorError) as e:
             hint = (" (offline: put the weights file where `pretrained` points, or set "
                     "HF_HUB_OFFLINE=0 on a machine with internet)" if pretrained else "")
             if isinstance(e, SafetensorError):
                 hint = " (the weights file is truncated or not a safetensors file: restore or rebuild it)"
             raise UnbagError(f"{spec}: cannot load model: {e}{hint}") from None
-        self._attach(model, preprocess, oc.get_tokenizer(name), self._model_cfg(oc, name))
+        self._attach(model, preprocess, oc.get_tokenizer(name), model_cfg)
+
+    @classmethod
+    def _with_stem(cls, oc, name: str, model_cfg: dict, pretrained: str | None, device, load_weights: bool):
+        """A model whose config names unbag's stem (stem.py), built here, with the weights open_clip
+        would load: the local-dir folder's file or `pretrained` as a path; none is random."""
+        preprocess_cfg = {}
+        if name.startswith("local-dir:"):
+            import json
+            root = Path(name[len("local-dir:"):])
+            preprocess_cfg = json.loads((root / "open_clip_config.json").read_text()).get("preprocess_cfg", {})
+            found = [root / f for f in (cls.weights_file, "open_clip_pytorch_model.bin") if (root / f).is_file()]
+            if not found:
+                raise FileNotFoundError(f"no {cls.weights_file} in {root}")
+            pretrained = str(found[0])
+        elif pretrained is not None and not Path(pretrained).is_file():
+            raise FileNotFoundError(f"{name}: unbag's own tower loads weights from a file, not {pretrained!r}")
+        model, preprocess = cls._built(oc, model_cfg, preprocess_cfg, device)
+        if pretrained is not None and load_weights:
+            oc.load_checkpoint(model, pretrained)
+        return model, preprocess
+
+    @staticmethod
+    def _built(oc, model_cfg: dict, preprocess_cfg: dict, device):
+        """The model of model_cfg (random weights) and its eval preprocessing."""
+        import dataclasses
+
+        from open_clip.transform import PreprocessCfg, image_transform_v2
+        model = stem.build(oc, model_cfg).to(device)
+        pp = {**dataclasses.asdict(PreprocessCfg()), **preprocess_cfg, "size": model.visual.image_size}
+        oc.set_model_preprocess_cfg(model, pp)
+        return model, image_transform_v2(PreprocessCfg(**pp), is_train=False)
 
     @classmethod
     def unloaded(cls, spec: str, folder: Path, device: str | torch.device = "cpu") -> "OpenCLIPBackend":
         """The model of the open_clip config in `folder`, built without its weights for the caller
         to copy its own in (the built-in model's packed ones); open_clip's factory is not used, as
         it would warn that the folder holds no weights and the model is initialised randomly."""
-        import dataclasses
         import json
 
-        from open_clip.transform import PreprocessCfg, image_transform_v2
         oc = _open_clip()
         cfg = json.loads((folder / "open_clip_config.json").read_text())
-        model = oc.CLIP(**cfg["model_cfg"]).to(device)
-        pp = {**dataclasses.asdict(PreprocessCfg()), **cfg.get("preprocess_cfg", {}), "size": model.visual.image_size}
-        oc.set_model_preprocess_cfg(model, pp)
+        model, preprocess = cls._built(oc, cfg["model_cfg"], cfg.get("preprocess_cfg", {}), device)
         self = cls.__new__(cls)
         self.spec, self.random_weights = spec, False
-        self._attach(model, image_transform_v2(PreprocessCfg(**pp), is_train=False),
-                     oc.get_tokenizer(f"local-dir:{folder}"), cfg["model_cfg"])
+        self._attach(model, preprocess, oc.get_tokenizer(f"local-dir:{folder}"), cfg["model_cfg"])
         return self
 
     def _attach(self, model, preprocess, tokenizer, model_cfg: dict) -> None:

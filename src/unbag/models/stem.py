@@ -1,0 +1,54 @@
+"""A convolutional stem for open_clip ViTs (Xiao et al. 2021, "Early convolutions help
+transformers see better", arXiv 2106.14881).
+
+A ViT reads each patch through one linear map. On the 3D world a small object is about five pixels
+wide at 64 px, inside one 8 px patch, and its shape is what that map must carry: trained from
+scratch on single objects, a ViT with patch embedding reads shape at 55%, the same ViT with this
+stem at 83%, a plain CNN at 97% (bench/shape_capacity3d.py, docs/world3d.md). The stem replaces
+`visual.conv1` (stride-2 3x3 convolutions, channels doubling up to the tower's width, then a 1x1
+projection), so the token grid, the position embeddings and every token path (SGI's `tokens`
+mode, patch dropout, the heads' patch tokens) stay as they are. Group norm where the paper has
+batch norm: an image's embedding never depends on its batch.
+
+A model config names it as `"unbag_stem": "conv"` beside open_clip's keys; unbag builds such a
+model itself (open_clip's factory does not know the key), from its own configs and from local-dir
+folders alike.
+"""
+from __future__ import annotations
+
+import torch.nn as nn
+
+from ..errors import UnbagError
+
+STEMS = ("conv",)
+KEY = "unbag_stem"
+
+
+def conv_stem(width: int, patch: int) -> nn.Sequential:
+    """Stride-2 3x3 conv, group norm, ReLU, log2(patch) times (channels width / 2^k up to width),
+    then a 1x1 projection to width: [N, 3, H, W] -> [N, width, H / patch, W / patch]."""
+    if patch < 2 or patch & (patch - 1):
+        raise UnbagError(f"{KEY}: the conv stem needs a patch size that is a power of 2 >= 2, not {patch}")
+    steps = patch.bit_length() - 1
+    layers, c = [], 3
+    for i in range(steps):
+        w = max(8, width >> (steps - 1 - i))
+        layers += [nn.Conv2d(c, w, 3, stride=2, padding=1, bias=False), nn.GroupNorm(min(8, w), w), nn.ReLU()]
+        c = w
+    return nn.Sequential(*layers, nn.Conv2d(c, width, 1))
+
+
+def build(oc, model_cfg: dict):
+    """open_clip's CLIP for model_cfg, with the stem it names (if any) in place of visual.conv1."""
+    cfg = dict(model_cfg)
+    stem = cfg.pop(KEY, None)
+    model = oc.CLIP(**cfg)
+    if stem is None:
+        return model
+    if stem not in STEMS:
+        raise UnbagError(f"model config: {KEY} {stem!r} is not one of {', '.join(STEMS)}")
+    v = cfg["vision_cfg"]
+    if isinstance(v.get("layers"), (list, tuple)) or v.get("timm_model_name"):
+        raise UnbagError(f"model config: {KEY} needs an open_clip ViT image tower")
+    model.visual.conv1 = conv_stem(v["width"], v.get("patch_size", 16))
+    return model
