@@ -179,10 +179,19 @@ def _explain(a: argparse.Namespace) -> None:
 
 
 def _export(a: argparse.Namespace) -> None:
-    from .api import export
+    import json
 
-    print(f"model written to {export(a.model, a.out, device=a.device, overwrite=a.overwrite)} (open_clip loads "
-          "it as local-dir:DIR, transformers' folders with from_pretrained)")
+    from .api import export
+    from .models import stem
+
+    out = export(a.model, a.out, device=a.device, overwrite=a.overwrite)
+    cfg = out / "open_clip_config.json"
+    if cfg.is_file() and stem.KEY in json.loads(cfg.read_text())["model_cfg"]:
+        print(f"model written to {out} in open_clip's local-dir layout; plain open_clip cannot build its "
+              f"convolutional stem ({stem.KEY}): load it with unbag.load_model({str(out)!r})")
+    else:
+        print(f"model written to {out} (open_clip loads it as local-dir:DIR, transformers' folders with "
+              "from_pretrained)")
 
 
 def _demo(a: argparse.Namespace) -> None:

@@ -56,3 +56,12 @@ def test_a_trained_stem_model_round_trips_as_a_folder_and_packed(tmp_path):
         want = b.encode_images(x).embeds
         assert torch.equal(again.encode_images(x).embeds, want)
         assert torch.allclose(packed.encode_images(x).embeds, want, atol=1e-6)
+
+
+def test_export_says_plain_open_clip_cannot_build_the_stem(tmp_path, capsys):
+    from unbag.cli import main
+    torch.manual_seed(0)
+    models.load(SPEC).save(tmp_path / "m")
+    assert main(["export", str(tmp_path / "m"), "--out", str(tmp_path / "oc")]) in (0, None)
+    assert "cannot build its convolutional stem" in capsys.readouterr().out
+    assert isinstance(models.load(str(tmp_path / "oc")).model.visual.conv1, torch.nn.Sequential)
