@@ -5,16 +5,22 @@ Also prints the group scores so cost and accuracy are read together. `mode=token
 region from only the patch tokens it covers (docs/sgi.md, "Region modes").
 
     .venv/bin/python bench/sgi_cost.py --per-category 100 --model builtin
+    .venv/bin/python bench/sgi_cost.py --bench runs/reship3d/ctrl3d --model reship/3d/builtin-conv
+
+With `--bench DIR` (a ctrl built by `unbag world build`, flat or 3D) the items are that folder's,
+and SGI takes the options the benchmark declares (3D: chroma regions, rows fill), as `unbag eval`.
 """
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import torch
 
 from unbag import metrics, models
-from unbag.benchmarks.ctrl import generated
+from unbag.benchmarks import sgi_defaults
+from unbag.benchmarks.ctrl import generated, load
 from unbag.sgi.presets import SGI_PRESETS
 from unbag.scoring.cosine import score_global
 from unbag.sgi.config import SGIConfig
@@ -38,20 +44,23 @@ def main() -> None:
     p.add_argument("--model", default="builtin")
     p.add_argument("--per-category", type=int, default=100)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--bench", default=None, help="a built ctrl folder (default: the flat ctrl generated, seed 0)")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     backend = models.load(a.model)
-    bench = generated(seed=0, per_category=a.per_category)
-    score_global(backend, generated(seed=1, per_category=2))  # warm-up (allocations, first calls)
+    bench = load(a.bench) if a.bench else generated(seed=0, per_category=a.per_category)
+    declared = sgi_defaults(bench)
+    score_global(backend, replace(bench, items=bench.items[-20:]))  # warm-up (allocations, first calls)
     g, t_global = timed(lambda: score_global(backend, bench))
     rows = [("global", t_global, g)]
     for name, options in CONFIGS:
-        cfg = SGIConfig.from_options(options)
+        cfg = SGIConfig.from_options({**declared, **options})
         s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg))  # cold: a fresh job cache
         rows.append((name, t, s))
     groups = [it.group for it in bench.items]
-    print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}; group scores ID/OOD (%)")
+    print(f"{len(bench.items)} items, {2 * len(bench.items)} images; model {a.model}; SGI with the benchmark's "
+          f"options {declared}; group scores ID/OOD (%)")
     head = " ".join(f"{c:>11s}" for c in CATEGORIES + ("all",))
     print(f"| {'protocol':34s} | {'wall s':>7s} | {'x global':>8s} | " + " | ".join(head.split()) + " |")
     for name, t, s in rows:

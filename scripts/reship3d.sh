@@ -12,7 +12,8 @@
 #   3. heads on the stage-2 model: TFRegions and TFLocal-LI trained on frozen features of 2,000
 #      in-distribution 3D SWAP items (`swaps3d`, seed 1000; chroma regions, rows fill), as
 #      scripts/reship.sh trains them on the flat world, measured on the 3D ctrl.
-#   4. stage 1 again with a convolutional stem in the image tower (`unbag-tiny-conv`), measured.
+#   4. stage 1 again with a convolutional stem in the image tower (`unbag-tiny-conv`), measured;
+#   5. TFLocal-LI and TFRegions on the stage-4 model, as in 3.
 # Not written yet (issue 35): the FT / NegCLIP / CLIC / DeGLA overlays on a 3D fine-tuning pool,
 # TFLocal and TFGlobal, and shipping (replacing src/unbag/weights/).
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
@@ -65,15 +66,14 @@ measure siblings
 # 3. heads on frozen features of the stage-2 model
 f="$R/feat-siblings"
 [ -f "$f/index.json" ] || $U features --model "$S/siblings" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
-train_head() {  # KIND ARGS...: train the head once, measure it on the 3D ctrl
-  local k=$1; shift
-  [ -f "$S/heads/$k/head.json" ] || $U train --method "$k" --model "$S/siblings" --data "$f" "$@" \
-      --out "$S/heads/$k" --quiet
-  [ -f "$S/heads/$k-ctrl3d.json" ] || { $U eval --model "$S/siblings" --bench "ctrl:$R/ctrl3d" --protocol "head:$S/heads/$k" \
-      --out "$R/head-$k.json" --quiet && cp "$R/head-$k.json" "$S/heads/$k-ctrl3d.json"; }
+train_head() {  # STAGE HEADS_DIR KIND ARGS...: train the head on the stage's features once, measure it on the 3D ctrl
+  local m=$1 h=$2 k=$3; shift 3
+  [ -f "$h/$k/head.json" ] || $U train --method "$k" --model "$S/$m" --data "$R/feat-$m" "$@" --out "$h/$k" --quiet
+  [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$S/$m" --bench "ctrl:$R/ctrl3d" --protocol "head:$h/$k" \
+      --out "$R/$m-head-$k.json" --quiet && cp "$R/$m-head-$k.json" "$h/$k-ctrl3d.json"; }
 }
-train_head tfregions --steps 1000 --lr 3e-4
-train_head tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+train_head siblings "$S/heads" tfregions --steps 1000 --lr 3e-4
+train_head siblings "$S/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
 
 # 4. the built-in model with a convolutional stem (src/unbag/models/stem.py): stage 1's recipe and
 #    pool, the tower's patch embedding the only change (bench/shape_capacity3d.py: trained alone on
@@ -90,3 +90,9 @@ if [ ! -f "$S/builtin-conv/weights.safetensors" ]; then
   $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/builtin-conv', 'open_clip:unbag-tiny-conv@random', 0, '$S/builtin-conv')"
 fi
 measure builtin-conv
+
+# 5. heads on the stage-4 model, as stage 3 trains them on stage 2's
+f="$R/feat-builtin-conv"
+[ -f "$f/index.json" ] || $U features --model "$S/builtin-conv" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
+train_head builtin-conv "$S/builtin-conv/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+train_head builtin-conv "$S/builtin-conv/heads" tfregions --steps 1000 --lr 3e-4
