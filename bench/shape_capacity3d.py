@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from unbag.models.stem import conv_stem
-from unbag.world.render3d import CLEVR_COLORS, SCALE
+from unbag.world.render3d import CLEVR_COLORS, RENDER_VERSION, SCALE
 from unbag.world.scene3d import MATERIALS3D, SHAPES3D, place, random_object
 
 ATTRS = {"shape": SHAPES3D, "color": tuple(CLEVR_COLORS), "size": tuple(SCALE), "material": MATERIALS3D}
@@ -45,7 +45,7 @@ def _render(seed: int) -> tuple[np.ndarray, list[int]]:
 
 def dataset(n: int, cache: Path, procs: int) -> tuple[np.ndarray, np.ndarray]:
     """n single-object pictures at 128 px (uint8 [n, 128, 128, 3]) and their labels [n, 4]."""
-    f = cache / f"single3d-{n}.npz"
+    f = cache / f"single3d-{n}-render{RENDER_VERSION}.npz"  # other pixels, another file
     if f.exists():
         d = np.load(f)
         return d["images"], d["labels"]
