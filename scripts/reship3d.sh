@@ -14,6 +14,9 @@
 #      scripts/reship.sh trains them on the flat world, measured on the 3D ctrl.
 #   4. stage 1 again with a convolutional stem in the image tower (`unbag-tiny-conv`), measured;
 #   5. TFLocal-LI and TFRegions on the stage-4 model, as in 3.
+#   6. stage 4 continued for 1,500 steps with FLIP patch dropout (half of each image's patch tokens
+#      dropped), and the same continuation without it as the control; each measured as stage 1,
+#      SGI's `tokens` region mode included (what the dropout is for).
 # Not written yet (issue 35): the FT / NegCLIP / CLIC / DeGLA overlays on a 3D fine-tuning pool,
 # TFLocal and TFGlobal, and shipping (replacing src/unbag/weights/).
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
@@ -42,10 +45,13 @@ if [ ! -f "$S/builtin/weights.safetensors" ]; then
 fi
 # the 3D ctrl (seed 0, 100 items per category and split); each stage measured on it
 [ -f "$R/ctrl3d/meta.json" ] || $U world build --style 3d --seed 0 --per-category 100 --procs 2 --out "$R/ctrl3d" --quiet
-measure() {  # STAGE: global, unbag's SGI (the 3D ctrl's defaults) and the paper's SGI on the 3D ctrl
-  for p in global sgi sgi:paper; do
+measure() {  # STAGE: global, unbag's SGI (the 3D ctrl's defaults), the same in tokens mode and the
+             # paper's SGI on the 3D ctrl
+  local p q f
+  for p in global sgi sgi-tokens sgi:paper; do
     f="$S/$1/ctrl3d-${p/:/-}.json"
-    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:$R/ctrl3d" --protocol "$p" --out "$R/$1-${f##*/}" --quiet \
+    q=(--protocol "$p"); [ "$p" = sgi-tokens ] && q=(--protocol sgi --region-mode tokens)
+    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:$R/ctrl3d" "${q[@]}" --out "$R/$1-${f##*/}" --quiet \
                      && cp "$R/$1-${f##*/}" "$f"; }
   done
 }
@@ -96,3 +102,22 @@ f="$R/feat-builtin-conv"
 [ -f "$f/index.json" ] || $U features --model "$S/builtin-conv" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
 train_head builtin-conv "$S/builtin-conv/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
 train_head builtin-conv "$S/builtin-conv/heads" tfregions --steps 1000 --lr 3e-4
+
+# 6. FLIP patch dropout (Li et al., arXiv 2212.00794) from stage 4, and its control: the same 1,500
+#    more steps on the same pool without dropout, so that what dropout does is told apart from what
+#    more training does. SGI's `tokens` mode encodes a region from only the patch tokens it covers;
+#    a model that never saw a subset of its tokens reads them poorly (stage 4: `ctrl3d-sgi-tokens`).
+more() {  # STAGE DROPOUT: stage 4 continued
+  if [ ! -f "$S/$1/weights.safetensors" ]; then
+    [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method clip-dense --model "$S/builtin-conv" \
+        --data "pool:$R/pool-pretraining" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed 6 \
+        --patch-dropout "$2" --vocabulary 3d --out "$R/$1" --quiet $( [ -f "$R/$1/ckpt/trainer.pt" ] && echo --resume )
+    mkdir -p "$S/$1"
+    cp "$R/$1/log.jsonl" "$S/$1/log.jsonl"
+    cp "$R/$1/config.json" "$S/$1/train_config.json"
+    $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/$1', '$S/builtin-conv', 0, '$S/$1')"
+  fi
+  measure "$1"
+}
+more conv-dropout 0.5
+more conv-more 0
