@@ -7,6 +7,7 @@ import sys
 import warnings
 
 from .errors import UnbagError, UnbagWarning
+from .world.styles import DEFAULT as DEFAULT_STYLE, STYLES
 
 _default_showwarning = warnings.showwarning
 
@@ -240,8 +241,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     b.add_argument("--per-category", type=int, default=400, help="items per category and split")
     b.add_argument("--size", type=int, default=64, help="image side in pixels")
     b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
-    b.add_argument("--style", default="flat", choices=("flat", "3d"),
-                   help="flat: 2D shapes (format 1, the default); 3d: CLEVR scenes (format 2; docs/world3d.md)")
+    b.add_argument("--style", default=None, choices=STYLES,
+                   help=f"flat: 2D shapes (format 1); 3d: CLEVR scenes (format 2; docs/world3d.md); default {DEFAULT_STYLE}")
     b.add_argument("--procs", type=int, default=max(1, min(os.cpu_count() or 1, 8)),
                    help="3d: rendering processes (the same bytes for any number; default: the CPU count, at most 8)")
     b.add_argument("--quiet", action="store_true")
@@ -250,7 +251,7 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     pl = w.add_parser("pool", help="render a 3D training stream once, for --data pool:DIR")
     pl.add_argument("--out", required=True)
     pl.add_argument("--data", default="world3d:finetuning", help="world3d:finetuning | world3d:pretraining | "
-                    "world3d:pretraining-web")
+                    "world3d:pretraining-web | world3d:pretraining-siblings")
     pl.add_argument("--seed", type=int, default=0, help="the stream's seed")
     pl.add_argument("--n", type=int, default=4096, help="samples (each with its twin when it has one)")
     pl.add_argument("--size", type=int, default=64, help="image side in pixels (the model's input size)")
@@ -263,7 +264,7 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--bench", default="ctrl", help="ctrl or ctrl:DIR")
     s.add_argument("--n", type=int, default=2, help="items per category and split")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--style", default="flat", choices=("flat", "3d"), help="the world of the generated ctrl")
+    s.add_argument("--style", default=None, choices=STYLES, help=f"the world of the generated ctrl (default {DEFAULT_STYLE})")
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")
@@ -273,8 +274,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     t.add_argument("--method", default="clip", help=" | ".join([*OBJECTIVES, *HEADS]) if methods else "a method")
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
-    t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web] | "
-                   "csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
+    t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
+                   "pretraining-siblings] (the default world; world-flat: and world3d: name one) | pool:DIR | csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
                    "for the heads")
     t.add_argument("--text", default=None, help="heads: phrases (default; each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=None, help="heads: transformer width (64)")
@@ -338,8 +339,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
     f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
-                   "world[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps | swaps3d "
-                   "(in-distribution SWAP items of the flat / 3D world) | caption data as `train` reads it: csv:PATH | jsonl:PATH | "
+                   "world[:DIST] | world-flat[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps | "
+                   "swaps-flat | swaps3d (in-distribution SWAP items of the default / flat / 3D world) | caption data as `train` reads it: csv:PATH | jsonl:PATH | "
                    "wds:URLS | degla:FILE[:IMAGE_DIR] (each caption with a hard negative: the file's own, "
                    "else unbag's typed negatives)")
     f.add_argument("--seed", type=int, default=None, help="the stream's or the items' seed (default: world 1, "
@@ -377,7 +378,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     rp.set_defaults(fn=_report)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
-    n.add_argument("--data", default="world", help="world (stream samples) | csv:PATH | jsonl:PATH")
+    n.add_argument("--data", default="world", help="world[:DIST] | world-flat[:DIST] | world3d[:DIST] (stream "
+                   "samples) | csv:PATH | jsonl:PATH")
     n.add_argument("--types", default="reorder,swap_nouns,swap_adjectives,replace_adjectives,replace_nouns")
     n.add_argument("--k", type=int, default=4, help="negatives per caption")
     n.add_argument("--n", type=int, default=1000, help="world: number of stream samples")

@@ -9,6 +9,7 @@ from unbag.errors import UnbagError
 from unbag.heads.common import HeadConfig, head_inputs, match_loss
 from unbag.heads.cache import FeatureCache
 from unbag.heads.extract import extract_world
+from unbag.world.styles import DEFAULT
 from unbag.heads.tfglobal import TFGlobal
 from unbag.heads.tflocal import TFLocal
 from unbag.heads.tflocal_li import TFLocalLI
@@ -186,7 +187,7 @@ def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
     assert c.rows == 14
     twin = c.get("twin", np.arange(14)).numpy()
     assert (twin == np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12])).all()
-    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps"
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == {"flat": "swaps-flat", "3d": "swaps3d"}[DEFAULT]
 
 
 def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache, tmp_path, tiny_bench):

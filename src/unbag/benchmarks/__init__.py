@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple
 
 from ..errors import UnbagError
 from ..world.swap import CATEGORIES
+from ..world.styles import render_version, resolve
 from .base import Benchmark, Item, image_key, load_image
 
 
@@ -108,9 +109,13 @@ class Kind:
     # a generated benchmark of another size or world (spec's path, seed, items per category and
     # split or None, style or None)
     sized: Callable | None = None
-    # what a generated benchmark records of its generator (spec's path -> info values): a result
-    # that recorded others was made by another renderer, and `unbag run` makes it again
+    # what a generated benchmark records of its generator (spec's path, world or None -> info
+    # values): a result that recorded others was made in another world or by another renderer, and
+    # `unbag run` makes it again
     stamp: Callable | None = None
+    # generated in either world: NAME@flat / NAME@3d (plain NAME: the default world, world/styles.py);
+    # its loader gets the world where others get their third part
+    worlds: bool = False
 
 
 # Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes
@@ -127,39 +132,39 @@ def _call(module: str, fn: str, *args: str) -> Callable:
     return load
 
 
-def _ctrl(path: str, image_root: str | None, seed: int):
-    from . import ctrl
-    return ctrl.load(path) if path else ctrl.generated(seed=seed)
+def _ctrl(path: str, world: str | None, seed: int):
+    return _ctrl_sized(path, seed, None, world)
 
 
-def _ctrl_item(path: str, item_id: str, seed: int) -> Benchmark:
+def _ctrl_item(path: str, item_id: str, seed: int, world: str | None = None) -> Benchmark:
     from . import ctrl
-    return ctrl.generated_item(item_id, seed) if not path else ctrl.load(path).only(item_id)
+    return ctrl.generated_item(item_id, seed, style=world) if not path else ctrl.load(path).only(item_id)
 
 
 def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | None) -> Benchmark:
     from . import ctrl
     if path:
-        raise UnbagError(f"ctrl:{path}: a built benchmark has the size and style it was built with; per_category "
-                         "and style are for the generated ctrl")
+        if style is not None or per_category is not None:
+            raise UnbagError(f"ctrl:{path}: a built benchmark has the size and world it was built with; "
+                             "per_category and style (ctrl@WORLD) are for the generated ctrl")
+        return ctrl.load(path)
     n = ctrl.DEFAULT_PER_CATEGORY if per_category is None else per_category
-    if style not in (None, "flat", "3d"):
-        raise UnbagError(f"ctrl: style {style!r}: flat or 3d")
-    return ctrl.generated3d(seed=seed, per_category=n) if style == "3d" else ctrl.generated(seed=seed, per_category=n)
+    if resolve(style) == "3d":
+        return ctrl.generated3d(seed=seed, per_category=n)
+    return ctrl.generated(seed=seed, per_category=n)
 
 
-def _render_stamp(path: str) -> dict:
-    """The renderer version of a generated flat-world benchmark (called for generated specs only: the
-    files of one read from disk are fingerprinted instead)."""
-    from ..world.render import RENDER_VERSION
-    return {"render": RENDER_VERSION}
+def _render_stamp(path: str, world: str | None = None) -> dict:
+    """The world and renderer version of a generated benchmark (called for generated specs only:
+    the files of one read from disk are fingerprinted instead)."""
+    return {"style": resolve(world), "render": render_version(world)}
 
 
-def _ctrl_retrieval(path: str, image_root: str | None, seed: int):
+def _ctrl_retrieval(path: str, world: str | None, seed: int):
     from .retrieval import ctrl_retrieval
     if path and not path.isdigit():
         raise UnbagError(f"ctrl-retrieval:{path}: the part after ':' is the number of scenes")
-    return ctrl_retrieval(int(path) if path else 1000)
+    return ctrl_retrieval(int(path) if path else 1000, style=world)
 
 
 PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")
@@ -179,12 +184,12 @@ CTRL_GRID = Grid(
 EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
 
 BENCHMARKS: dict[str, Kind] = {
-    "ctrl": Kind("ctrl (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
+    "ctrl": Kind("ctrl[@flat|@3d] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
-                 sized=_ctrl_sized, stamp=_render_stamp),
-    "ctrl-retrieval": Kind("ctrl-retrieval[:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
+                 sized=_ctrl_sized, stamp=_render_stamp, worlds=True),
+    "ctrl-retrieval": Kind("ctrl-retrieval[@flat|@3d][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
-                           stamp=_render_stamp),
+                           stamp=_render_stamp, worlds=True),
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", _call("sugarcrepe", "load_sugarcrepe", "path", "image_root"),
                        image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE),
     "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]",
@@ -217,19 +222,25 @@ BENCHMARKS: dict[str, Kind] = {
 
 
 class BenchSpec(NamedTuple):
-    """A benchmark spec NAME[:PATH[:THIRD]], parsed once."""
+    """A benchmark spec NAME[@WORLD][:PATH[:THIRD]], parsed once."""
     kind: Kind
     name: str
     path: str  # the release folder or file, or a generated benchmark's item count
-    third: str | None  # the image root or the dataset name, for kinds that take one
+    third: str | None  # the image root, the dataset name or the world, for kinds that take one
 
 
 def parse(spec: str) -> BenchSpec:
     """The parts of a benchmark spec; an unregistered NAME is an error listing the registered ones."""
     name, _, path = spec.partition(":")
+    name, at, world = name.partition("@")
     if name not in BENCHMARKS:
         raise UnbagError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARKS)} (as NAME or NAME:DIR)")
     k, third = BENCHMARKS[name], None
+    if at:
+        if not k.worlds:
+            raise UnbagError(f"benchmark spec {spec!r}: @WORLD is for the generated benchmarks "
+                             f"({', '.join(n for n, x in BENCHMARKS.items() if x.worlds)})")
+        third = resolve(world or "")
     if k.image_root or k.dataset:
         path, _, third = path.partition(":")
     return BenchSpec(k, name, path, third or None)
@@ -254,7 +265,9 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     if sized and k.sized is None:
         raise UnbagError(f"per_category and style make a generated benchmark "
                          f"({', '.join(n for n, x in BENCHMARKS.items() if x.sized)}), not {spec!r}")
-    b = k.sized(path, seed, per_category, style) if sized else k.loader(path, third, seed)
+    if k.worlds and style is not None and third is not None and resolve(style) != third:
+        raise UnbagError(f"benchmark {spec!r} with style {style!r}: two worlds named")
+    b = k.sized(path, seed, per_category, style or third) if sized else k.loader(path, third, seed)
     b.spec = spec
     for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
         for j, c in enumerate(it.captions):
@@ -297,9 +310,9 @@ def files_fingerprint(spec: str) -> str | None:
 
 def load_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:
     """The benchmark a spec names, restricted to one item (built alone where the benchmark can)."""
-    k, _, path, _ = parse(spec)
+    k, _, path, third = parse(spec)
     if k.item is not None:
-        return k.item(path, item_id, seed)
+        return k.item(path, item_id, seed, third)
     return load(spec, seed=seed).only(item_id)
 
 
@@ -310,10 +323,10 @@ def generated(spec: str) -> bool:
 
 
 def stamp(spec: str) -> dict:
-    """What a result made on the benchmark `spec` must have recorded of its generator (the renderer
-    version), {} where nothing is generated."""
-    k, _, path, _ = parse(spec)
-    return k.stamp(path) if k.stamp and generated(spec) else {}
+    """What a result made on the benchmark `spec` must have recorded of its generator (its world
+    and renderer version), {} where nothing is generated."""
+    k, _, path, third = parse(spec)
+    return k.stamp(path, third) if k.stamp and generated(spec) else {}
 
 
 def summary(name: str) -> Summary:

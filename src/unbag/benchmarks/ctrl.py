@@ -8,6 +8,7 @@ from ..errors import UnbagError, where
 from ..utils import read_json
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
+from ..world.styles import resolve
 from ..world.swap import CATEGORIES, SPLITS
 from .base import Benchmark, Item
 
@@ -26,7 +27,7 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int =
     items = [_item(sw, px) for sw in generate(seed, per_category)]
     return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
                      info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER_VERSION,
-                           "source": "generated"})
+                           "style": "flat", "source": "generated"})
 
 
 # SGI on CLEVR scenes: regions of one component per object by chromaticity, shadows and the grey
@@ -72,17 +73,24 @@ def validation(seed: int, per_category: int, px: int, style: str = "flat") -> Be
                            "source": "generated"}, sgi=dict(SGI_3D) if style == "3d" else {})
 
 
-def generated_item(item_id: str, seed: int = 0, px: int = 64) -> Benchmark:
-    """One item of the generated benchmark, by id ('{split}-{category}-{index}'), built alone."""
-    from ..world.swap import build_item
-
+def generated_item(item_id: str, seed: int = 0, px: int = 64, style: str | None = None) -> Benchmark:
+    """One item of the generated benchmark of a world (None: the default one), by id
+    ('{split}-{category}-{index}'), built alone."""
     parts = item_id.split("-")
     if len(parts) != 3 or parts[0] not in SPLITS or parts[1] not in CATEGORIES or not parts[2].isdigit():
         raise UnbagError(f"ctrl: bad item id {item_id!r}; expected split-category-index, e.g. ood-color-0003")
-    it = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px)
+    if resolve(style) == "3d":
+        from ..world.io import render_item3d
+        from ..world.render3d import RENDER_VERSION as RENDER3D
+        it, info = _item3d(*render_item3d((seed, parts[0], parts[1], int(parts[2]), px))[:2]), \
+            {"render": RENDER3D, "style": "3d"}
+    else:
+        from ..world.swap import build_item
+        it, info = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px), \
+            {"render": RENDER_VERSION, "style": "flat"}
     return Benchmark("ctrl", "ctrl", [it], image_size=px, grouping="split/category",
-                     info={"seed": seed, "size": px, "render": RENDER_VERSION,
-                                                                "source": "generated"})
+                     info={"seed": seed, "size": px, **info, "source": "generated"},
+                     sgi=dict(SGI_3D) if info["style"] == "3d" else {})
 
 
 def _require(rec: dict, key: str, kind, loc: tuple) -> object:

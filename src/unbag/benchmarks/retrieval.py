@@ -27,10 +27,15 @@ class RetrievalSet:
 
 
 def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
-                   dist: str = "pretraining") -> RetrievalSet:
-    """n stream samples of one of the world's training distributions, with their captions."""
-    from ..world import stream
-    from ..world.render import RENDER_VERSION
+                   dist: str = "pretraining", style: str | None = None) -> RetrievalSet:
+    """n stream samples of one of a world's training distributions (None: the default world),
+    with their captions."""
+    from ..world.styles import render_version, resolve
+    style = resolve(style)
+    if style == "3d":
+        from ..world import stream3d as stream
+    else:
+        from ..world import stream
 
     images, texts, index, image_texts = [], [], {}, []
     for k in range(n):
@@ -42,7 +47,7 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
         image_texts.append([index[s.caption]])
     return RetrievalSet("ctrl-retrieval", f"ctrl-retrieval (seed {seed}, n {n})", images, texts, image_texts,
                         {"seed": seed, "n_images": n, "n_texts": len(texts), "distribution": dist,
-                         "render": RENDER_VERSION}, px)
+                         "style": style, "render": render_version(style)}, px)
 
 
 def karpathy(path: str, image_root: str | None = None, split: str = "test") -> RetrievalSet:

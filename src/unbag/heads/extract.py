@@ -16,6 +16,7 @@ from ..errors import UnbagError
 from ..models.base import Backend
 from ..sgi.segments import from_grammar
 from ..utils import atomic_dir
+from ..world.styles import resolve
 from .cache import ShardWriter, index_record, write
 from .features import image_features, region_features, text_features
 
@@ -71,14 +72,20 @@ def _swap_items(style: str, seed: int, ks: range, px: int) -> tuple[list, np.nda
     return items, np.stack([render(sc, px) for it in items for sc in it.scenes])
 
 
-def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000, style: str = "flat",
+# feature data names of SWAP items -> their world (None: the default world, world/styles.py)
+SWAPS = {"swaps": None, "swaps-flat": "flat", "swaps3d": "3d"}
+
+
+def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000, style: str | None = None,
                   chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
-    """Cache features of n in-distribution SWAP items of the flat or 3D world (both images and
-    captions; each row's twin is the other half of its item). Held-out combinations never occur:
-    items are built for split "id", from a seed other than the test benchmark's. Region features
-    come from the regions SGI takes on that world's benchmark (3D: chroma)."""
+    """Cache features of n in-distribution SWAP items of the flat or 3D world (None: the default
+    one; both images and captions; each row's twin is the other half of its item). Held-out
+    combinations never occur: items are built for split "id", from a seed other than the test
+    benchmark's. Region features come from the regions SGI takes on that world's benchmark (3D:
+    chroma). The cache records its world by its explicit name (swaps-flat or swaps3d)."""
     from ..benchmarks.ctrl import SGI_3D
 
+    style = resolve(style)
     px = backend.image_size[0]
     parts: dict[str, list[np.ndarray]] = {}
     for start in track(range(0, n, chunk), description="features", disable=not progress):
@@ -92,7 +99,7 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     fields = {k: np.concatenate(v) for k, v in parts.items()}
     rows = len(fields["img_global"])
     fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
-    return write(out, backend, fields, {"data": "swaps3d" if style == "3d" else "swaps", "seed": seed,
+    return write(out, backend, fields, {"data": "swaps3d" if style == "3d" else "swaps-flat", "seed": seed,
                                         "samples": rows, "twins": rows},
                  overwrite)
 

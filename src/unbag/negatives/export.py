@@ -11,6 +11,7 @@ from rich.progress import Progress
 from ..errors import UnbagError
 from ..utils import atomic_write, versions, write_json
 from .typed import TYPES, RuleGenerator, WorldGenerator
+from ..world.stream import STREAMS, parse_stream
 
 
 def generator(spec: str, device: str = "cpu"):
@@ -25,7 +26,8 @@ def generator(spec: str, device: str = "cpu"):
 
 def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k: int = 4, n: int = 1000,
            seed: int = 0, gen: str = "rules", device: str = "cpu", progress: bool = True) -> Path:
-    """Generate k negatives per caption of `data` (world: n stream samples) and write them to `out`,
+    """Generate k negatives per caption of `data` (a world stream, world[:DIST] / world-flat / world3d: n
+    samples; or a caption file) and write them to `out`,
     with OUT.meta.json beside it: how they were made (and, for an LLM, how many answers it kept)."""
     bad = set(types) - set(TYPES)
     if bad:
@@ -33,16 +35,22 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
     out = Path(out)
     entries, g = [], None
     with Progress(disable=not progress) as bar:
-        if data == "world":
-            from ..world import stream
+        if data.partition(":")[0] in STREAMS:
+            style, dist = parse_stream(data)
+            if style == "3d":
+                from ..world import stream3d as source
+                world = WorldGenerator.for_3d()
+            else:
+                from ..world import stream as source
+                world = WorldGenerator()
             task = bar.add_task("negatives", total=n)
-            world = WorldGenerator()
             for i in range(n):
-                s = stream.sample(seed, i)
+                s = source.sample(seed, i, dist=dist)
                 rng = np.random.default_rng([seed, 13, i])
                 got = world.generate_for(s.scene.objects, s.form, k, rng, types)
                 entries.append({"image_id": i, "original": s.caption, "enhanced": [x for _, x in got],
-                                "types": [t for t, _ in got], "world": {"seed": seed, "index": i}})
+                                "types": [t for t, _ in got],
+                                "world": {"style": style, "distribution": dist, "seed": seed, "index": i}})
                 bar.advance(task)
         else:
             from ..benchmarks.common import caption_file, caption_rows

@@ -13,7 +13,8 @@ from ..utils import atomic_write
 THUMB, TEXT_W, PAD = 128, 560, 8
 
 
-def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed: int = 0, style: str = "flat") -> Path:
+def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed: int = 0,
+                  style: str | None = None) -> Path:
     """Draw `n` items per split x category: image 0, image 1, then id, held-out combos, captions
     (`style` picks the world of a generated benchmark, which is made `n` items per category)."""
     from ..benchmarks import generated, kind, load, load_image

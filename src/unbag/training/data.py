@@ -36,6 +36,7 @@ from ..negatives.swap import concat, swap_across, swap_within
 from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..world import captions as cap
 from ..world import stream
+from ..world.styles import resolve
 
 
 @dataclass
@@ -73,17 +74,18 @@ def concat_pair(a: np.ndarray | Image.Image, b: np.ndarray | Image.Image, px: in
 
 # -- sources -----------------------------------------------------------------------------------
 class WorldSource:
-    """A world stream (flat `world:`, or 3D `world3d:`): sample k, its further descriptions (other
-    caption forms) and its twin."""
+    """A world stream (`world:` of the default world, `world-flat:` or `world3d:`, or a rendered 3D
+    pool): sample k, its further descriptions (other caption forms) and its twin."""
 
-    def __init__(self, seed: int, px: int, dist: str = stream.DEFAULT, style: str = "flat", pool: str | None = None):
-        self.seed, self.px, self.style = seed, px, style
+    def __init__(self, seed: int, px: int, dist: str = stream.DEFAULT, style: str | None = None,
+                 pool: str | None = None):
+        self.seed, self.px, self.style = seed, px, resolve(style)
         if pool is not None:  # a rendered 3D pool (world/pool3d.py)
             from ..world.pool3d import PoolStream
             self.streams, self.style, self.dist = PoolStream(pool, seed), "3d", None
             if self.streams.meta["size"] != px:
                 raise UnbagError(f"pool:{pool}: rendered at {self.streams.meta['size']} px, the model takes {px} px")
-        elif style == "3d":
+        elif self.style == "3d":
             from ..world import stream3d
             self.dist, self.streams = stream3d.distribution(dist), stream3d
         else:
@@ -371,7 +373,7 @@ def _negatives(data: str, rest: str) -> DataSpec:
     return DataSpec(data, "negatives", path=path, image_dir=image_dir or None)
 
 
-# PREFIX:REST forms of the training data specs (world streams: world.stream.STYLES)
+# PREFIX:REST forms of the training data specs (world streams: world.stream.STREAMS)
 DATA_FORMS = {
     "pool": _pool,  # a rendered 3D pool (world/pool3d.py)
     "wds": lambda data, rest: DataSpec(data, "webdataset", path=rest),
@@ -384,13 +386,13 @@ DATA_FORMS = {
 def parse_data(data: str) -> DataSpec:
     """The training data a spec names; an unknown spec is refused, naming the forms."""
     head, _, rest = data.partition(":")
-    if head in stream.STYLES:
+    if head in stream.STREAMS:
         return DataSpec(data, "world", *stream.parse_stream(data))
     if head in DATA_FORMS:
         return DATA_FORMS[head](data, rest)
     if data.endswith((".csv", ".jsonl")):
         return DataSpec(data, "file", path=data)
-    raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "
+    raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world-flat[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "
                      "jsonl:PATH, wds:URLS or degla:FILE[:IMAGE_DIR]")
 
 

@@ -27,11 +27,11 @@ from rich.progress import track
 from ..utils import atomic_dir
 from .render import RENDER_VERSION, render
 from .scene import HELD_OUT
+from .styles import resolve
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
 
 FORMAT, VERSION = "unbag-ctrl", 1
 VERSION_3D = 2
-STYLES = ("flat", "3d")
 
 
 def png_bytes(arr: np.ndarray) -> bytes:
@@ -68,17 +68,16 @@ def generate(seed: int, per_category: int, categories: list[str] | None = None):
 
 def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: int = 64,
           categories: list[str] | None = None, progress: bool = True, overwrite: bool = False,
-          style: str = "flat", procs: int = 1) -> Path:
-    """Write the benchmark to `out` atomically (a failed build leaves nothing behind); `style` 3d
-    renders CLEVR scenes over `procs` processes (the same bytes for any number)."""
+          style: str | None = None, procs: int = 1) -> Path:
+    """Write the benchmark to `out` atomically (a failed build leaves nothing behind) in the world
+    `style` (flat | 3d; None: the default world); 3d renders CLEVR scenes over `procs` processes
+    (the same bytes for any number)."""
     from ..errors import UnbagError
     categories = list(categories or CATEGORIES)
     for c in categories:
         if c not in CATEGORIES:
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
-    if style not in STYLES:
-        raise UnbagError(f"--style {style!r}: one of {', '.join(STYLES)}")
-    if style == "3d":
+    if resolve(style) == "3d":
         return build3d(out, seed, per_category, px, categories, progress, overwrite, procs)
     total = len(SPLITS) * len(categories) * per_category
     with atomic_dir(out, "world build", overwrite) as tmp:

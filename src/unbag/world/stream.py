@@ -25,6 +25,7 @@ from ..errors import UnbagError
 from . import captions as cap
 from .render import render
 from .scene import ATTRIBUTES, SHAPES, Scene, _fits, place, random_attrs
+from .styles import resolve
 from .swap import VALUES
 
 
@@ -52,16 +53,19 @@ DEFAULT = "finetuning"
 
 # the distributions the 3D world has: all of them
 NAMES3D = tuple(DISTRIBUTIONS)
-STYLES = {"world": ("flat", tuple(DISTRIBUTIONS)), "world3d": ("3d", NAMES3D)}
+# stream prefix -> its world (None: the default world, world/styles.py)
+STREAMS = {"world": None, "world-flat": "flat", "world3d": "3d"}
 
 
 def parse_stream(spec: str) -> tuple[str, str]:
-    """(style, distribution) of a stream spec: world[:DIST] (flat) or world3d[:DIST] (3D); DIST
-    defaults to finetuning. An unknown prefix or distribution is an error naming the choices."""
+    """(style, distribution) of a stream spec: world[:DIST] (the default world), world-flat[:DIST]
+    or world3d[:DIST]; DIST defaults to finetuning. An unknown prefix or distribution is an error
+    naming the choices."""
     prefix, _, dist = spec.partition(":")
-    if prefix not in STYLES:
-        raise UnbagError(f"{spec!r}: not a world stream; use world[:DIST] or world3d[:DIST]")
-    style, names = STYLES[prefix]
+    if prefix not in STREAMS:
+        raise UnbagError(f"{spec!r}: not a world stream; use world[:DIST], world-flat[:DIST] or world3d[:DIST]")
+    style = resolve(STREAMS[prefix])
+    names = NAMES3D if style == "3d" else tuple(DISTRIBUTIONS)
     dist = dist or DEFAULT
     if dist not in names:
         raise UnbagError(f"unknown world distribution in {spec!r}; use " + ", ".join(f"{prefix}:{d}" for d in names))

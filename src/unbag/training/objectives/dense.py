@@ -33,6 +33,7 @@ from ...models.base import Backend
 from ...sgi import segments as seg
 from ...world.captions import PLURAL
 from ...world.phrases import NOUNS, VALUES, VOCABULARIES, attribute_changes
+from ...world.styles import DEFAULT as DEFAULT_STYLE
 from .base import Objective
 from .clip import ClipObjective, clip_loss
 
@@ -136,8 +137,9 @@ class DenseOptions:
     swap_weight: float = field(default=1.0, metadata={"help": "weight of the phrase-swap hard-negative loss"})
     shape_swaps: bool = field(default=False, metadata={"help": "the phrase swaps replace shape nouns too, with "
                                                                 "the caption's other shapes"})
-    vocabulary: str = field(default="flat", metadata={"help": "the world whose attribute words the phrase swaps "
-                                                              "draw from: flat | 3d (train on world3d or a pool: 3d)"})
+    vocabulary: str = field(default=DEFAULT_STYLE, metadata={
+        "help": f"the world whose attribute words the phrase swaps draw from: flat | 3d (default "
+                f"{DEFAULT_STYLE}, the default world's; on world3d: or a pool: 3d, on world-flat: flat)"})
 
     def __post_init__(self):
         if self.vocabulary not in VOCABULARIES:

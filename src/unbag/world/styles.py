@@ -1,0 +1,33 @@
+"""unbag's two worlds, and the one that names without a world in them mean.
+
+`flat`: 2D shapes on grey (world/scene.py, render.py); `3d`: CLEVR-faithful scenes (scene3d.py,
+render3d.py; docs/world3d.md). The unqualified names — the `ctrl` and `ctrl-retrieval`
+benchmarks, `world[:DIST]` streams, `swaps` features and `--select ctrl-id` — name the DEFAULT
+world; `ctrl@flat` / `ctrl@3d`, `world-flat:` / `world3d:`, `swaps-flat` / `swaps3d` and
+`ctrl-flat-id` / `ctrl3d-id` name one explicitly, so that a script says which it means and keeps
+meaning it when the default moves (docs/world3d.md).
+"""
+from __future__ import annotations
+
+from ..errors import UnbagError
+
+STYLES = ("flat", "3d")
+DEFAULT = "flat"
+
+
+def resolve(style: str | None) -> str:
+    """The world a style names: the default for None; an unknown one is an error naming both."""
+    if style is None:
+        return DEFAULT
+    if style not in STYLES:
+        raise UnbagError(f"world {style!r}: one of {', '.join(STYLES)}")
+    return style
+
+
+def render_version(style: str) -> int:
+    """The renderer version of a world: what a generated benchmark records of how it was drawn."""
+    if resolve(style) == "3d":
+        from .render3d import RENDER_VERSION as version
+    else:
+        from .render import RENDER_VERSION as version
+    return version

@@ -1,0 +1,70 @@
+"""Which world a name means: explicit names always theirs, unqualified ones the default world."""
+import json
+
+import pytest
+
+from unbag import benchmarks
+from unbag.errors import UnbagError
+from unbag.heads.extract import SWAPS
+from unbag.training import select
+from unbag.world import styles
+from unbag.world.stream import parse_stream
+
+EXPLICIT = [("world-flat:pretraining", "flat"), ("world3d:pretraining", "3d")]
+
+
+@pytest.mark.parametrize("default", styles.STYLES)
+def test_explicit_names_keep_their_world_and_plain_ones_follow_the_default(monkeypatch, default):
+    monkeypatch.setattr(styles, "DEFAULT", default)
+    for spec, world in EXPLICIT + [("world:pretraining", default)]:
+        assert parse_stream(spec) == (world, "pretraining")
+    for spec, world in [("ctrl-flat-id", "flat"), ("ctrl3d-id", "3d"), ("ctrl-id", default)]:
+        assert select.parse(spec) == (world, select.DEFAULT_PER_CATEGORY)
+    assert {name: styles.resolve(w) for name, w in SWAPS.items()} == \
+        {"swaps": default, "swaps-flat": "flat", "swaps3d": "3d"}
+    for name in ("ctrl", "ctrl-retrieval"):
+        assert benchmarks.stamp(name) == benchmarks.stamp(f"{name}@{default}")
+        assert benchmarks.stamp(f"{name}@flat")["style"] == "flat" and benchmarks.stamp(f"{name}@3d")["style"] == "3d"
+
+
+@pytest.mark.parametrize("default", styles.STYLES)
+def test_the_generated_benchmarks_are_drawn_in_the_default_world(monkeypatch, default):
+    monkeypatch.setattr(styles, "DEFAULT", default)
+    b = benchmarks.load("ctrl", per_category=1)
+    r = benchmarks.load("ctrl-retrieval:3")
+    assert b.info["style"] == default and r.info["style"] == default and len(r.images) == 3
+    # what `unbag run` compares a recorded result with is what the benchmark records
+    for spec, bench in (("ctrl", b), ("ctrl-retrieval:3", r)):
+        assert all(bench.info[k] == v for k, v in benchmarks.stamp(spec).items())
+    one = benchmarks.load_item("ctrl", "ood-color-0000")
+    assert one.info["style"] == default and one.items[0].captions == b.only("ood-color-0000").items[0].captions
+
+
+def test_a_world_named_in_the_spec_beats_the_default(monkeypatch):
+    monkeypatch.setattr(styles, "DEFAULT", "flat")
+    b = benchmarks.load("ctrl@3d", per_category=1)
+    assert b.info["style"] == "3d" and b.sgi and b.spec == "ctrl@3d"
+    assert benchmarks.load("ctrl-retrieval@3d:2").info["style"] == "3d"
+    assert benchmarks.load("ctrl@3d", per_category=1, style="3d").info["style"] == "3d"
+
+
+@pytest.mark.parametrize("spec, style, match", [
+    ("ctrl@2d", None, "world '2d': one of flat, 3d"),
+    ("ctrl@", None, "world '': one of flat, 3d"),
+    ("sugarcrepe@3d:x", None, "@WORLD is for the generated benchmarks"),
+    ("ctrl@flat", "3d", "two worlds named"),
+    ("ctrl:some/dir", "3d", "has the size and world it was built with"),
+])
+def test_a_bad_world_is_a_clear_error(spec, style, match):
+    with pytest.raises(UnbagError, match=match):
+        benchmarks.load(spec, per_category=1 if style else None, style=style)
+
+
+def test_negatives_are_exported_from_either_worlds_stream(tmp_path):
+    from unbag.negatives.export import export
+
+    for spec, world in [("world-flat", "flat"), ("world3d", "3d")]:
+        out = export(spec, tmp_path / f"{world}.json", k=2, n=3, progress=False)
+        entries = json.loads(out.read_text())
+        assert [e["world"]["style"] for e in entries] == [world] * 3
+        assert all(e["world"]["distribution"] == "finetuning" and len(e["enhanced"]) == 2 for e in entries)
