@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +151,10 @@ def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | Non
         return ctrl.load(path)
     n = ctrl.DEFAULT_PER_CATEGORY if per_category is None else per_category
     if resolve(style) == "3d":
-        return ctrl.generated3d(seed=seed, per_category=n)
+        # rendered over the machine's cores (the same bytes for any number) when there is enough to
+        # pay for starting the processes (a few seconds each)
+        procs = max(1, min(os.cpu_count() or 1, 8)) if n >= 20 else 1
+        return ctrl.generated3d(seed=seed, per_category=n, procs=procs)
     return ctrl.generated(seed=seed, per_category=n)
 
 
