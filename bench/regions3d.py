@@ -1,5 +1,6 @@
 """SGI's region sources on CLEVR-style 3D scenes, measured in one run: recall of visible objects (a
-single-box region with IoU >= 0.5 against the box of the object's visible pixels), regions per
+single-box region with IoU >= 0.5 against the box of the object's visible pixels), single boxes
+per object (1.0 is one box each: more are the extra boxes a count check miscounts with), regions per
 image (unions included), and milliseconds per image; by number of objects and by occlusion (an
 object more than 10% hidden by another). On placed scenes of 3-6 objects (world/scene3d.py), or
 on the images of a built 3D benchmark (`unbag world build --style 3d`) with --bench DIR.
@@ -20,7 +21,8 @@ from unbag.world.render3d import Scene3D, instances, visible
 from unbag.world.scene3d import place, random_object
 from unbag.world.swap3d import hidden_share, scene_from_record
 
-SOURCES = ("blobs", "blobs+groups", "proposals", "selective", "grid", "chroma", "chroma+groups")
+SOURCES = ("blobs", "blobs+groups", "proposals", "selective", "grid", "chroma", "chroma+groups", "objects",
+           "objects+groups")
 
 
 def scenes(n: int, px: int, seed: int):
@@ -59,19 +61,22 @@ def main() -> None:
     p.add_argument("--px", type=int, default=64)
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--bench", help="a built 3D benchmark folder (its first --scenes items, both images)")
+    p.add_argument("--sources", default=",".join(SOURCES))
     a = p.parse_args()
     data = built(a.bench, a.scenes) if a.bench else scenes(a.scenes, a.px, a.seed)
     print(f"{len(data)} {'images' if a.bench else 'scenes'} at {len(data[0][0])} px, "
           f"{sum(len(b) for _, b, _ in data)} objects, "
           f"{sum(sum(o) for _, _, o in data)} of them occluded > 10%")
-    print(f"{'source':14s} {'recall':>7s} {'occluded':>9s} {'2-3 obj':>8s} {'4-6 obj':>8s} {'regions':>8s} {'ms/img':>7s}")
-    for source in SOURCES:
+    print(f"{'source':14s} {'recall':>7s} {'occluded':>9s} {'2-3 obj':>8s} {'4-6 obj':>8s} {'singles/obj':>11s} "
+          f"{'regions':>8s} {'ms/img':>7s}")
+    for source in a.sources.split(","):
         cfg = RegionConfig.parse(source)
-        found, per, t = defaultdict(list), [], time.perf_counter()
+        found, per, ratio, t = defaultdict(list), [], [], time.perf_counter()
         for img, boxes, occl in data:
             regions = regions_for(img, cfg)
-            singles = [r[0] for r in regions if len(r) == 1]
+            singles = [r[0] for r in regions if len(r) == 1 and r[0] != (0, 0, img.shape[1], img.shape[0])]
             per.append(len(regions))
+            ratio.append(len(singles) / max(1, len(boxes)))
             for box, o in zip(boxes, occl):
                 hit = any(iou(box, s) >= 0.5 for s in singles)
                 found["all"].append(hit)
@@ -79,8 +84,8 @@ def main() -> None:
                 found["2-3" if len(boxes) <= 3 else "4-6"].append(hit)
         ms = 1000 * (time.perf_counter() - t) / len(data)
         r = {k: 100 * np.mean(v) if v else float("nan") for k, v in found.items()}
-        print(f"{source:14s} {r['all']:7.1f} {r.get('occluded', float('nan')):9.1f} {r.get('2-3', float('nan')):8.1f} {r.get('4-6', float('nan')):8.1f} "
-              f"{np.mean(per):8.1f} {ms:7.1f}")
+        print(f"{source:14s} {r['all']:7.1f} {r.get('occluded', float('nan')):9.1f} {r.get('2-3', float('nan')):8.1f} "
+              f"{r.get('4-6', float('nan')):8.1f} {np.mean(ratio):11.2f} {np.mean(per):8.1f} {ms:7.1f}")
 
 
 if __name__ == "__main__":

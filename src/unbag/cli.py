@@ -137,8 +137,8 @@ def _sgi_options(a: argparse.Namespace) -> dict:
 
 def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g = e.add_argument_group("SGI options (--protocol sgi or sgi:paper; they override the preset)")
-    g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs | selective | chroma (3D "
-                   "scenes), optionally "
+    g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs | selective | chroma | objects "
+                   "(3D scenes: colour components, or the learned proposer, their default), optionally "
                    "+groups (default blobs+groups on ctrl; selective on photos and free images)")
     g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | tokens (a ViT encodes only the "
                    "patches a region covers: faster, weaker; docs/sgi.md) | crop (zoom)")

@@ -34,8 +34,8 @@ def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_
         assert build("sgi:paper", {}, "sugarcrepe")[1]["regions"] == "grid"  # the paper's recipe stays
 
 
-def test_a_3d_ctrl_declares_chroma_regions_and_its_heads_and_results_use_them(tmp_path):
-    """SGI on CLEVR scenes takes `chroma` regions (no ground truth) whether the 3D ctrl is generated
+def test_a_3d_ctrl_declares_learned_object_regions_and_its_heads_and_results_use_them(tmp_path):
+    """SGI on CLEVR scenes takes the learned proposer's `objects` regions (no ground truth) whether the 3D ctrl is generated
     or read from a built folder; the flat ctrl keeps blobs+groups; the user's option still wins."""
     from unbag import load_benchmark, models
     from unbag.benchmarks.ctrl import SGI_3D
@@ -45,7 +45,7 @@ def test_a_3d_ctrl_declares_chroma_regions_and_its_heads_and_results_use_them(tm
     from unbag.sgi.config import SGIConfig
 
     flat, cube = load_benchmark("ctrl", per_category=1), load_benchmark("ctrl", per_category=1, style="3d")
-    assert SGIConfig.for_benchmark(flat).regions == "blobs+groups" and SGIConfig.for_benchmark(cube).regions == "chroma"
+    assert SGIConfig.for_benchmark(flat).regions == "blobs+groups" and SGIConfig.for_benchmark(cube).regions == "objects"
     assert SGIConfig.for_benchmark(flat).fill == "median" and SGIConfig.for_benchmark(cube).fill == "rows"
     assert main(["world", "build", "--style", "3d", "--per-category", "1", "--categories", "color", "--procs", "1",
                  "--out", str(tmp_path / "c3"), "--quiet"]) == 0
@@ -53,7 +53,7 @@ def test_a_3d_ctrl_declares_chroma_regions_and_its_heads_and_results_use_them(tm
     assert built.sgi == SGI_3D and benchmarks.sgi_defaults(built) == SGI_3D
     tiny = models.load("open_clip:unbag-tiny@random")
     res = evaluate(tiny, built, "sgi", progress=False)
-    assert res["config"]["options"]["regions"] == "chroma" and res["config"]["options"]["benchmark_defaults"] == SGI_3D
+    assert res["config"]["options"]["regions"] == "objects" and res["config"]["options"]["benchmark_defaults"] == SGI_3D
     res = evaluate(tiny, built, "sgi", progress=False, options={"regions": "gt"})
     assert res["config"]["options"]["regions"] == "gt"
-    assert TFRegions.recorded(built)["sgi_regions"] == "chroma" and TFRegions.recorded("ctrl")["sgi_regions"] == "blobs+groups"
+    assert TFRegions.recorded(built)["sgi_regions"] == "objects" and TFRegions.recorded("ctrl")["sgi_regions"] == "blobs+groups"

@@ -193,7 +193,7 @@ def test_features_read_the_3d_stream_and_its_pool_as_the_trainer_does(pool, tmp_
 
 
 @pytest.mark.slow
-def test_swap_features_of_the_3d_world_hold_its_items_with_chroma_regions(tmp_path, monkeypatch):
+def test_swap_features_of_the_3d_world_hold_its_items_with_object_regions(tmp_path, monkeypatch):
     import io
 
     import torch
@@ -211,7 +211,7 @@ def test_swap_features_of_the_3d_world_hold_its_items_with_chroma_regions(tmp_pa
     model = load_model("builtin", device="cpu")
     c = FeatureCache(features(model, "swaps3d", tmp_path / "s", n=3, seed=1000), model)
     assert c.rows == 6 and (c.get("twin", np.arange(6)).numpy() == [1, 0, 3, 2, 5, 4]).all()
-    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps3d" and set(seen) == {"chroma"}
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps3d" and set(seen) == {"objects"}
     # row 0 is image 0 of the first colour item of split id, as `world build --style 3d` renders it
     _, pngs, _ = render_item3d((1000, "id", "color", 0, 64))
     pixels = model.normalize_pixels(torch.from_numpy(np.asarray(Image.open(io.BytesIO(pngs[0])))[None]))

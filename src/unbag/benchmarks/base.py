@@ -41,7 +41,7 @@ class Benchmark:
     # how results are bucketed: by the items' `subset` (micro, macro and per subset, plus any other
     # group key) or, "split/category", per split x category with 'all' levels (ctrl)
     grouping: str = "subset"
-    sgi: dict = field(default_factory=dict)  # SGI options its images call for, over its kind's (3D ctrl: chroma)
+    sgi: dict = field(default_factory=dict)  # SGI options its images call for, over its kind's (3D ctrl: objects)
 
     def __len__(self) -> int:
         return len(self.items)

@@ -24,7 +24,7 @@ from .features import image_features, region_features, text_features
 def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1, data: str = "world",
                   chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
     """Cache features of samples 0..n-1 of a world stream or pool (`data`, as the trainer reads
-    it; `seed`: the stream's) and of their twins, with the regions SGI takes on that world (3D: chroma)."""
+    it; `seed`: the stream's) and of their twins, with the regions SGI takes on that world (3D: objects)."""
     from ..benchmarks.ctrl import SGI_3D
     from ..training.data import parse_data, source
 
@@ -82,7 +82,7 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     one; both images and captions; each row's twin is the other half of its item). Held-out
     combinations never occur: items are built for split "id", from a seed other than the test
     benchmark's. Region features come from the regions SGI takes on that world's benchmark (3D:
-    chroma). The cache records its world by its explicit name (swaps-flat or swaps3d)."""
+    objects). The cache records its world by its explicit name (swaps-flat or swaps3d)."""
     from ..benchmarks.ctrl import SGI_3D
 
     style = resolve(style)

@@ -71,7 +71,7 @@ class SGIConfig:
     @classmethod
     def for_benchmark(cls, bench) -> "SGIConfig":
         """unbag's SGI with the options a benchmark (a loaded one, or its name) declares for its
-        images (photos: `selective`; 3D ctrl: `chroma`)."""
+        images (photos: `selective`; 3D ctrl: `objects`)."""
         from ..benchmarks import sgi_defaults
         return cls.from_options(sgi_defaults(bench))
 

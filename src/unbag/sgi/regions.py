@@ -29,7 +29,7 @@ from ..errors import UnbagError
 Box = tuple[int, int, int, int]
 Region = tuple[Box, ...]
 
-SOURCES = ("gt", "grid", "selective", "proposals", "blobs", "chroma")
+SOURCES = ("gt", "grid", "selective", "proposals", "blobs", "chroma", "objects")
 MODES = ("mask", "tokens", "crop")  # tokens: a ViT encodes only the patches a region covers
 
 
@@ -343,6 +343,9 @@ def base_boxes(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None) 
         return selective_boxes(img, cfg.k)
     if cfg.source == "chroma":
         return chroma_boxes(img)
+    if cfg.source == "objects":  # learned on the 3D world's training stream (proposer.py)
+        from .proposer import object_boxes
+        return object_boxes(img)
     return proposal_boxes(img, cfg.pad)
 
 
