@@ -149,7 +149,8 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g.add_argument("--relations", default=None, help="geometry (default: also check left/right/above/below/"
                    "front/behind between the chosen regions) | cosine (the paper's)")
     g.add_argument("--counts", default=None, help="check (default: a counted phrase must fit as many single "
-                   "regions as it says) | off (the paper's)")
+                   "regions as it says) | fit (the same, counting only regions that fit a description better than "
+                   "its average region: the 3D ctrl's default) | off (the paper's)")
     g.add_argument("--count-weight", type=float, default=None, help="weight of the count check (0.3)")
     g.add_argument("--relation-weight", type=float, default=None, help="weight of the geometry check (0.1)")
     g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")

@@ -154,6 +154,27 @@ def test_every_predicate_by_hand():
     assert holds("right", union, ((0, 30, 20, 40),)) and holds("left", union, ((40, 30, 50, 40),))
 
 
+def test_count_check_fit_leaves_out_regions_no_counted_phrase_fits():
+    from unbag.sgi.encode import ImageRegions
+    from unbag.sgi.match import count_check
+    from unbag.sgi.segments import Segment
+
+    # two stars, one cone and a ball nobody counts; descriptions "a star", "a cone"
+    n = torch.nn.functional.normalize
+    star, cone, ball = torch.eye(3)
+    emb = torch.stack([star, star, cone, n(ball + 0.1 * cone, dim=0)])
+    r = ImageRegions([((k, 0, k + 1, 1),) for k in range(4)], emb)
+    desc = torch.stack([star, cone])
+    segs = [Segment("two stars", "group", count=2), Segment("one cone", "object", count=1)]
+    # centred cosines: star [0.5, 0.5, -0.5, -0.5]; cone [-0.27, -0.27, 0.73, -0.17] (the ball's
+    # 0.0995 less the mean 0.2749). `check` hands the ball to "a cone" (its -0.17 beats -0.5), so
+    # the cone phrase counts two; `fit` counts the ball for nobody (its best is below zero)
+    assert count_check(segs, r, desc) == [1.0, -1.0]
+    assert count_check(segs, r, desc, fit=True) == [1.0, 1.0]
+    two_cones = [Segment("two stars", "group", count=2), Segment("two cones", "group", count=2)]
+    assert count_check(two_cones, r, desc) == [1.0, 1.0] and count_check(two_cones, r, desc, fit=True) == [1.0, -1.0]
+
+
 def test_count_check_by_hand():
     from unbag.sgi.encode import ImageRegions
     from unbag.sgi.match import count_check

@@ -34,8 +34,10 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int =
 # (sgi/proposer.py; 90.3% of the objects at IoU 0.5 and 1.0 box per object, where `chroma` finds
 # 96.9% with 2.7 boxes each, and every extra box miscounts), masked onto each row's median, the
 # empty floor, instead of one flat colour that a model trained on 3D scenes cannot read objects
-# against (docs/world3d.md)
-SGI_3D = {"regions": "objects", "fill": "rows"}
+# against (docs/world3d.md); a 3D count picture holds objects no phrase counts (other colours),
+# so a region counts only where it fits a counted description (`counts="fit"`: count items of the
+# stage-4 model, OOD 31 -> 43; on the flat world, where every object is counted, it would cost 9)
+SGI_3D = {"regions": "objects", "fill": "rows", "counts": "fit"}
 
 
 def _item3d(sw, images: list[bytes]) -> Item:

@@ -10,7 +10,7 @@ from .regions import FILLS, FRAMES, RegionConfig
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
 RELATIONS = ("cosine", "geometry")
-COUNTS = ("off", "check")
+COUNTS = ("off", "check", "fit")
 
 
 @dataclass
@@ -28,7 +28,9 @@ class SGIConfig:
     phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
     frame: str = "pad"  # mask mode, non-square images: pad to a square (nothing lost) | crop (the encoder's)
     fill: str = "median"  # mask mode: what replaces the picture outside a region (median colour | each row's)
-    counts: str = "check"  # counted phrases must fit as many single regions as they say; off: do not
+    # counted phrases must fit as many single regions as they say; fit: counting only the regions
+    # that fit a description better than its average region (scenes with other objects); off: do not
+    counts: str = "check"
     count_weight: float = 0.3
     cache_dir: str | None = None
 

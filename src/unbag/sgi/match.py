@@ -68,13 +68,15 @@ def counts_things(segs: list[seg.Segment]) -> bool:
     return any(s.kind == "group" and (s.count or 0) >= 2 for s in segs)
 
 
-def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) -> list[float]:
+def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor, fit: bool = False) -> list[float]:
     """Per segment of a caption that counts ("three red cubes and one blue cone"): +1 / -1 when the
     phrase names as many things as there are single regions that fit its description ("a red cube")
     best among the caption's counted phrases, 0 for phrases without a count. Each description's
     cosines are centred over the image's single regions first (its mean subtracted), so a
-    description the encoder scores high everywhere does not claim every region. No check when no
-    phrase names two or more."""
+    description the encoder scores high everywhere does not claim every region. With `fit`, a
+    region counts for its best description only where its centred cosine is positive (it fits that
+    description better than the description's average region), so a region of something no phrase
+    counts (another object in the scene) counts for none. No check when no phrase names two or more."""
     out = [0.0] * len(segs)
     if not counts_things(segs):
         return out
@@ -86,7 +88,9 @@ def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) ->
     # centred, not standardised: dividing by the spread would blow a description that barely
     # separates the regions (the text "a large sphere" on spheres and cylinders alike) up to the
     # weight of one that separates them clearly
-    best = (sim - sim.mean(1, keepdim=True)).argmax(0)
+    top, best = (sim - sim.mean(1, keepdim=True)).max(0)
+    if fit:
+        best = torch.where(top > 0, best, -1)
     for i, k in enumerate(counted):
         out[k] = 1.0 if int((best == i).sum()) == segs[k].count else -1.0
     return out
@@ -94,5 +98,5 @@ def count_check(segs: list[seg.Segment], r: ImageRegions, desc: torch.Tensor) ->
 
 def checkable(segs: list[seg.Segment], cfg: SGIConfig) -> bool:
     """Whether the count or geometry check can add anything to a caption with these segments."""
-    counts = cfg.counts == "check" and counts_things(segs)
+    counts = cfg.counts != "off" and counts_things(segs)
     return counts or (cfg.relations == "geometry" and any(s.kind == "relation" and s.predicate for s in segs))

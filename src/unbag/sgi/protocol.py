@@ -45,7 +45,7 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
     flat = [s.text for ss in segs for s in ss]
     temb = encode_texts(backend, flat, progress=progress)
     # description embeddings ("a red cube" for "three red cubes"), for the captions that count
-    counting = [cfg.counts == "check" and counts_things(ss) for ss in segs]
+    counting = [cfg.counts != "off" and counts_things(ss) for ss in segs]
     demb = encode_texts(backend, [seg.description(s.text) for ss, k in zip(segs, counting) if k for s in ss],
                         progress=progress)
     scores = torch.empty(len(items), n_img, n_cap)
@@ -70,7 +70,8 @@ def score_sgi(backend: Backend, bench: Benchmark, batch_size: int = 512, progres
                 if checks_only:
                     scores[n, i, c] = 0.0
                 if desc_emb[n * n_cap + c] is not None:
-                    scores[n, i, c] += cfg.count_weight * sum(count_check(ss, r, desc_emb[n * n_cap + c])) / len(ss)
+                    scores[n, i, c] += cfg.count_weight * sum(count_check(ss, r, desc_emb[n * n_cap + c],
+                                                                       fit=cfg.counts == "fit")) / len(ss)
                 if cfg.relations == "geometry":
                     geo = geometry(ss, [r.regions[j] for j in choice])
                     scores[n, i, c] += cfg.relation_weight * sum(geo) / len(ss)
