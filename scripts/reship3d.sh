@@ -17,8 +17,10 @@
 #   6. stage 4 continued for 1,500 steps with FLIP patch dropout (half of each image's patch tokens
 #      dropped), and the same continuation without it as the control; each measured as stage 1,
 #      SGI's `tokens` region mode included (what the dropout is for).
-# Not written yet (issue 35): the FT / NegCLIP / CLIC / DeGLA overlays on a 3D fine-tuning pool,
-# TFLocal and TFGlobal, and shipping (replacing src/unbag/weights/).
+#   7. on the built-in model chosen from stages 4 and 6 (B below): the FT, NegCLIP, CLIC and DeGLA
+#      overlays on a pool of `world3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
+#      on each of the five models, everything measured on the 3D ctrl.
+# Not written yet (issue 35): shipping (replacing src/unbag/weights/ with B and its overlays and heads).
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,14 +47,16 @@ if [ ! -f "$S/builtin/weights.safetensors" ]; then
 fi
 # the 3D ctrl (seed 0, 100 items per category and split); each stage measured on it
 [ -f "$R/ctrl3d/meta.json" ] || $U world build --style 3d --seed 0 --per-category 100 --procs 2 --out "$R/ctrl3d" --quiet
-measure() {  # STAGE: global, unbag's SGI (the 3D ctrl's defaults), the same in tokens mode and the
-             # paper's SGI on the 3D ctrl
-  local p q f
-  for p in global sgi sgi-tokens sgi:paper; do
+measure() {  # STAGE [PROTOCOL...]: global, unbag's SGI (the 3D ctrl's defaults), the same in tokens
+             # mode and the paper's SGI on the 3D ctrl (or the protocols named)
+  local s=$1 p q f; shift
+  local ps=("$@"); [ ${#ps[@]} -eq 0 ] && ps=(global sgi sgi-tokens sgi:paper)
+  set -- "$s"
+  for p in "${ps[@]}"; do
     f="$S/$1/ctrl3d-${p/:/-}.json"
     q=(--protocol "$p"); [ "$p" = sgi-tokens ] && q=(--protocol sgi --region-mode tokens)
-    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:$R/ctrl3d" "${q[@]}" --out "$R/$1-${f##*/}" --quiet \
-                     && cp "$R/$1-${f##*/}" "$f"; }
+    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:$R/ctrl3d" "${q[@]}" --out "$R/${1//\//-}-${f##*/}" \
+                     --quiet && cp "$R/${1//\//-}-${f##*/}" "$f"; }
   done
 }
 measure builtin
@@ -72,14 +76,15 @@ measure siblings
 # 3. heads on frozen features of the stage-2 model
 f="$R/feat-siblings"
 [ -f "$f/index.json" ] || $U features --model "$S/siblings" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
-train_head() {  # STAGE HEADS_DIR KIND ARGS...: train the head on the stage's features once, measure it on the 3D ctrl
-  local m=$1 h=$2 k=$3; shift 3
-  [ -f "$h/$k/head.json" ] || $U train --method "$k" --model "$S/$m" --data "$R/feat-$m" "$@" --out "$h/$k" --quiet
-  [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$S/$m" --bench "ctrl:$R/ctrl3d" --protocol "head:$h/$k" \
-      --out "$R/$m-head-$k.json" --quiet && cp "$R/$m-head-$k.json" "$h/$k-ctrl3d.json"; }
+train_head() {  # MODEL FEATURES HEADS_DIR KIND ARGS...: train the head on the model's features once,
+               # measure it on the 3D ctrl
+  local m=$1 f=$2 h=$3 k=$4; shift 4
+  [ -f "$h/$k/head.json" ] || $U train --method "$k" --model "$m" --data "$f" "$@" --out "$h/$k" --quiet
+  [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$m" --bench "ctrl:$R/ctrl3d" --protocol "head:$h/$k" \
+      --out "$R/${h//\//-}-$k.json" --quiet && cp "$R/${h//\//-}-$k.json" "$h/$k-ctrl3d.json"; }
 }
-train_head siblings "$S/heads" tfregions --steps 1000 --lr 3e-4
-train_head siblings "$S/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+train_head "$S/siblings" "$R/feat-siblings" "$S/heads" tfregions --steps 1000 --lr 3e-4
+train_head "$S/siblings" "$R/feat-siblings" "$S/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
 
 # 4. the built-in model with a convolutional stem (src/unbag/models/stem.py): stage 1's recipe and
 #    pool, the tower's patch embedding the only change (bench/shape_capacity3d.py: trained alone on
@@ -100,8 +105,8 @@ measure builtin-conv
 # 5. heads on the stage-4 model, as stage 3 trains them on stage 2's
 f="$R/feat-builtin-conv"
 [ -f "$f/index.json" ] || $U features --model "$S/builtin-conv" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
-train_head builtin-conv "$S/builtin-conv/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
-train_head builtin-conv "$S/builtin-conv/heads" tfregions --steps 1000 --lr 3e-4
+train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tfregions --steps 1000 --lr 3e-4
 
 # 6. FLIP patch dropout (Li et al., arXiv 2212.00794) from stage 4, and its control: the same 1,500
 #    more steps on the same pool without dropout, so that what dropout does is told apart from what
@@ -121,3 +126,37 @@ more() {  # STAGE DROPOUT: stage 4 continued
 }
 more conv-dropout 0.5
 more conv-more 0
+
+# 7. everything trained from the built-in model, on the one chosen by stage 6's measurements
+B=conv-more  # stage 6: SGI 71.4 / 82.2, global 13.2 / 27.0 (stage 4: 69.4 / 81.0, 10.4 / 26.0; today's defaults)
+pool finetuning 20480 0
+overlay() {  # METHOD ARGS...: an overlay of B trained on the fine-tuning pool (scripts/reship.sh's recipe)
+  local m=$1; shift
+  [ -f "$R/$B-$m/model/open_clip_config.json" ] || $U train --method "$m" --model "$S/$B" \
+      --data "pool:$R/pool-finetuning" --seed 2 --out "$R/$B-$m" --quiet "$@" \
+      $( [ -f "$R/$B-$m/ckpt/trainer.pt" ] && echo --resume )
+  [ -f "$S/$B/methods/$m/overlay.json" ] || $PY - "$R/$B-$m" "$S/$B" "$S/$B/methods/$m" "$m" <<'PYEOF'
+import json, shutil, sys
+from unbag.models.overlay import save_overlay
+from unbag.utils import versions
+run, base, dest, method = sys.argv[1:]
+meta = json.loads(open(f"{run}/model/open_clip_config.json").read())["unbag"]
+out = save_overlay(f"{run}/model", base, dest, {"method": method, **meta, "versions": versions()})
+shutil.copy(f"{run}/log.jsonl", out / "log.jsonl")
+PYEOF
+  measure "$B/methods/$m" global sgi
+}
+overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl3d-id --ckpt-every 100
+overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
+overlay clic --steps 600 --batch-size 128 --lr 1e-4
+overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
+for m in pretrained ft negclip clic degla; do
+  spec="$S/$B"; [ "$m" != pretrained ] && spec="$S/$B/methods/$m"
+  f="$R/feat-$B-$m"
+  [ -f "$f/index.json" ] || $U features --model "$spec" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
+  h="$S/$B/heads/$m"
+  train_head "$spec" "$f" "$h" tfregions --steps 1000 --lr 3e-4
+  train_head "$spec" "$f" "$h" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+  train_head "$spec" "$f" "$h" tflocal --text phrases --layers 2 --steps 1500
+  train_head "$spec" "$f" "$h" tfglobal --text phrases --steps 1000
+done
