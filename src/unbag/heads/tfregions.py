@@ -78,12 +78,13 @@ class TFRegions(Head):
         """The SGI checks and region source its scores take."""
         cfg = SGIConfig.for_benchmark(bench).record()
         return {"sgi_checks": {k: cfg[k] for k in ("counts", "count_weight", "relations", "relation_weight")},
-                "sgi_regions": cfg["regions"]}
+                "sgi_regions": cfg["regions"]} | ({"sgi_proposer": cfg["proposer"]} if "proposer" in cfg else {})
 
 
 def structure_checks(backend, bench, batch_size: int = 256, cache=None) -> torch.Tensor:
     """What SGI's count and geometry checks add to each score [items, images, captions] (regions
     come from the job's `cache`, where bench_fields left them, so this costs the matching, not
     the encoding)."""
-    cfg = replace(SGIConfig.for_benchmark(bench), counts="check", relations="geometry")
+    declared = SGIConfig.for_benchmark(bench)  # the benchmark's count rule (3D: fit), never none
+    cfg = replace(declared, counts="check" if declared.counts == "off" else declared.counts, relations="geometry")
     return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True, cache=cache)

@@ -78,7 +78,13 @@ class SGIConfig:
         return cls.from_options(sgi_defaults(bench))
 
     def record(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "cache_dir"}
+        """The options as a result records them; with learned regions, the proposer's weights too
+        (other weights find other boxes, so a result made with them is not reused)."""
+        out = {k: v for k, v in asdict(self).items() if k != "cache_dir"}
+        if self.region_cfg.source == "objects":
+            from .proposer import weights_id
+            out["proposer"] = weights_id()
+        return out
 
 
 def _scales(value) -> tuple[float, ...]:

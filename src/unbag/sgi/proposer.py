@@ -36,7 +36,7 @@ STRIDE = 2  # output cells per picture side: px / STRIDE
 class Proposer(nn.Module):
     """Picture [B, 3, px, px] in [0, 1] -> (centre logits [B, px/2, px/2], log box size [B, 2, px/2, px/2])."""
 
-    def __init__(self, width: int = 32):
+    def __init__(self, width: int = 16):
         super().__init__()
 
         def block(cin, cout, stride=1, dilation=1):
@@ -124,6 +124,14 @@ def shipped() -> tuple[Proposer, dict]:
     return model.eval(), record
 
 
+@lru_cache(maxsize=1)
+def weights_id() -> str:
+    """The SHA-1 of the shipped proposer's weights file (what results record of it)."""
+    import hashlib
+    path = SHIPPED / "weights.safetensors"
+    return hashlib.sha1(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+
+
 @torch.no_grad()
 def object_boxes(img: np.ndarray) -> list[tuple[int, int, int, int]]:
     """The boxes the shipped proposer finds in one picture (uint8 [px, px, 3]; px even), computed
@@ -153,14 +161,15 @@ def training_data(n: int, seed: int, px: int = 64) -> tuple[np.ndarray, np.ndarr
 
 
 def train(out: str | Path, n: int = 4000, steps: int = 2000, batch: int = 16, lr: float = 2e-3, seed: int = 0,
-          width: int = 32, threshold: float = 0.3) -> Path:
+          width: int = 16, threshold: float = 0.3) -> Path:
     """Train the proposer on n training-stream pictures and write weights.safetensors and
     proposer.json (config, data, time, final losses) to `out`."""
     from safetensors.torch import save_file
 
     from ..utils import atomic_dir, versions
     t0 = time.time()
-    cache = Path(f"{out}.data-{n}-{seed}.npz")  # the rendered pictures, kept beside for a rerun
+    # the rendered pictures, kept beside `out` for another run on the same data
+    cache = Path(out).parent / f"proposer-data-n{n}-seed{seed}.npz"
     if cache.is_file():
         with np.load(cache) as f:
             images, maps = f["images"], f["maps"]
@@ -198,7 +207,7 @@ def train(out: str | Path, n: int = 4000, steps: int = 2000, batch: int = 16, lr
         opt.step()
         sched.step()
         if step % 100 == 0 or step == steps - 1:
-            log.append({"step": step, "focal": round(float(lf), 4), "size_l1": round(float(ls), 4)})
+            log.append({"step": step, "focal": round(lf.item(), 4), "size_l1": round(ls.item(), 4)})
             print(log[-1], flush=True)
     record = {"width": width, "threshold": threshold, "stride": STRIDE,
               "data": {"stream": "world3d:pretraining scenes", "n": n, "seed": seed, "px": 64},
@@ -217,5 +226,6 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=4000)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--width", type=int, default=16)
     a = p.parse_args()
-    print(train(a.out, n=a.n, steps=a.steps, seed=a.seed))
+    print(train(a.out, n=a.n, steps=a.steps, seed=a.seed, width=a.width))
