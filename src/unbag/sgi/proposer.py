@@ -36,7 +36,7 @@ STRIDE = 2  # output cells per picture side: px / STRIDE
 class Proposer(nn.Module):
     """Picture [B, 3, px, px] in [0, 1] -> (centre logits [B, px/2, px/2], log box size [B, 2, px/2, px/2])."""
 
-    def __init__(self, width: int = 16):
+    def __init__(self, width: int = 32):
         super().__init__()
 
         def block(cin, cout, stride=1, dilation=1):
@@ -161,7 +161,7 @@ def training_data(n: int, seed: int, px: int = 64) -> tuple[np.ndarray, np.ndarr
 
 
 def train(out: str | Path, n: int = 4000, steps: int = 2000, batch: int = 16, lr: float = 2e-3, seed: int = 0,
-          width: int = 16, threshold: float = 0.3) -> Path:
+          width: int = 32, threshold: float = 0.3) -> Path:
     """Train the proposer on n training-stream pictures and write weights.safetensors and
     proposer.json (config, data, time, final losses) to `out`."""
     from safetensors.torch import save_file
@@ -226,6 +226,6 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=4000)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--width", type=int, default=16)
+    p.add_argument("--width", type=int, default=32)
     a = p.parse_args()
     print(train(a.out, n=a.n, steps=a.steps, seed=a.seed, width=a.width))
