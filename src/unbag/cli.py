@@ -7,7 +7,7 @@ import sys
 import warnings
 
 from .errors import UnbagError, UnbagWarning
-from .world.styles import DEFAULT as DEFAULT_STYLE, STYLES
+from .world.styles import DEFAULT as DEFAULT_STYLE, STYLES, render_procs
 
 _default_showwarning = warnings.showwarning
 
@@ -244,7 +244,7 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
     b.add_argument("--style", default=None, choices=STYLES,
                    help=f"flat: 2D shapes (format 1); 3d: CLEVR scenes (format 2; docs/world3d.md); default {DEFAULT_STYLE}")
-    b.add_argument("--procs", type=int, default=max(1, min(os.cpu_count() or 1, 8)),
+    b.add_argument("--procs", type=int, default=render_procs(),
                    help="3d: rendering processes (the same bytes for any number; default: the CPU count, at most 8)")
     b.add_argument("--quiet", action="store_true")
     _add_overwrite(b)
@@ -256,7 +256,7 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     pl.add_argument("--seed", type=int, default=0, help="the stream's seed")
     pl.add_argument("--n", type=int, default=4096, help="samples (each with its twin when it has one)")
     pl.add_argument("--size", type=int, default=64, help="image side in pixels (the model's input size)")
-    pl.add_argument("--procs", type=int, default=max(1, min(os.cpu_count() or 1, 8)), help="rendering processes")
+    pl.add_argument("--procs", type=int, default=render_procs(), help="rendering processes")
     pl.add_argument("--quiet", action="store_true")
     _add_overwrite(pl)
     pl.set_defaults(fn=_world_pool)

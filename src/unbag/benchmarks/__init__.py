@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Callable, NamedTuple
 
 from ..errors import UnbagError
 from ..world.swap import CATEGORIES
-from ..world.styles import render_version, resolve
+from ..world.styles import render_procs, render_version, resolve
 from .base import Benchmark, Item, image_key, load_image
 
 
@@ -153,7 +152,7 @@ def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | Non
     if resolve(style) == "3d":
         # rendered over the machine's cores (the same bytes for any number) when there is enough to
         # pay for starting the processes (a few seconds each)
-        procs = max(1, min(os.cpu_count() or 1, 8)) if n >= 20 else 1
+        procs = render_procs() if n >= 20 else 1
         return ctrl.generated3d(seed=seed, per_category=n, procs=procs)
     return ctrl.generated(seed=seed, per_category=n)
 

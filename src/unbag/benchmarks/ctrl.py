@@ -8,7 +8,7 @@ from ..errors import UnbagError, where
 from ..utils import read_json
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
-from ..world.styles import resolve
+from ..world.styles import render_version, resolve
 from ..world.swap import CATEGORIES, SPLITS
 from .base import Benchmark, Item
 
@@ -83,18 +83,16 @@ def generated_item(item_id: str, seed: int = 0, px: int = 64, style: str | None 
     parts = item_id.split("-")
     if len(parts) != 3 or parts[0] not in SPLITS or parts[1] not in CATEGORIES or not parts[2].isdigit():
         raise UnbagError(f"ctrl: bad item id {item_id!r}; expected split-category-index, e.g. ood-color-0003")
-    if resolve(style) == "3d":
+    style = resolve(style)
+    if style == "3d":
         from ..world.io import render_item3d
-        from ..world.render3d import RENDER_VERSION as RENDER3D
-        it, info = _item3d(*render_item3d((seed, parts[0], parts[1], int(parts[2]), px))[:2]), \
-            {"render": RENDER3D, "style": "3d"}
+        it = _item3d(*render_item3d((seed, parts[0], parts[1], int(parts[2]), px))[:2])
     else:
         from ..world.swap import build_item
-        it, info = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px), \
-            {"render": RENDER_VERSION, "style": "flat"}
+        it = _item(build_item(seed, parts[0], parts[1], int(parts[2])), px)
     return Benchmark("ctrl", "ctrl", [it], image_size=px, grouping="split/category",
-                     info={"seed": seed, "size": px, **info, "source": "generated"},
-                     sgi=dict(SGI_3D) if info["style"] == "3d" else {})
+                     info={"seed": seed, "size": px, "render": render_version(style), "style": style,
+                           "source": "generated"}, sgi=dict(SGI_3D) if style == "3d" else {})
 
 
 def _require(rec: dict, key: str, kind, loc: tuple) -> object:

@@ -7,7 +7,6 @@ caption that fits several images counts as right for each of them.
 """
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -55,10 +54,10 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
                    dist: str = "pretraining", style: str | None = None) -> RetrievalSet:
     """n stream samples of one of a world's training distributions (None: the default world),
     with their captions."""
-    from ..world.styles import render_version, resolve
+    from ..world.styles import render_procs, render_version, resolve
     style = resolve(style)
     jobs = [(style, seed, k, px, dist) for k in range(n)]
-    procs = max(1, min(os.cpu_count() or 1, 8)) if style == "3d" and n >= 200 else 1
+    procs = render_procs() if style == "3d" and n >= 200 else 1
     images, texts, index, image_texts = [], [], {}, []
     with _mapper(procs) as map_:
         samples = list(map_(_sample, jobs))

@@ -24,6 +24,13 @@ def resolve(style: str | None) -> str:
     return style
 
 
+def render_procs() -> int:
+    """Processes that render 3D pictures by default: the machine's cores, at most 8 (the same
+    bytes for any number: each picture is drawn on one torch thread)."""
+    import os
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
 def render_version(style: str) -> int:
     """The renderer version of a world: what a generated benchmark records of how it was drawn."""
     if resolve(style) == "3d":
