@@ -161,12 +161,13 @@ def training_data(n: int, seed: int, px: int = 64) -> tuple[np.ndarray, np.ndarr
 
 
 def train(out: str | Path, n: int = 4000, steps: int = 2000, batch: int = 16, lr: float = 2e-3, seed: int = 0,
-          width: int = 32, threshold: float = 0.3) -> Path:
+          width: int = 32, threshold: float = 0.3, overwrite: bool = False) -> Path:
     """Train the proposer on n training-stream pictures and write weights.safetensors and
-    proposer.json (config, data, time, final losses) to `out`."""
+    proposer.json (config, data, time, final losses) to `out` (a folder holding files unbag did
+    not write is refused unless `overwrite`)."""
     from safetensors.torch import save_file
 
-    from ..utils import atomic_dir, versions
+    from ..utils import atomic_dir, check_out, versions
     t0 = time.time()
     # the rendered pictures, kept beside `out` for another run on the same data
     cache = Path(out).parent / f"proposer-data-n{n}-seed{seed}.npz"
@@ -214,7 +215,8 @@ def train(out: str | Path, n: int = 4000, steps: int = 2000, batch: int = 16, lr
               "train": {"steps": steps, "batch": batch, "lr": lr, "seed": seed, "mirror": True},
               "data_s": round(t_data, 1), "train_s": round(time.time() - t0 - t_data, 1), "log": log,
               "versions": versions()}
-    with atomic_dir(out, "proposer", overwrite=True) as tmp:
+    check_out(out, "proposer", overwrite)  # before the work, not after it
+    with atomic_dir(out, "proposer", overwrite) as tmp:
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "weights.safetensors"))
         (tmp / "proposer.json").write_text(json.dumps(record, indent=2) + "\n")
     return Path(out)
@@ -227,5 +229,6 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--width", type=int, default=32)
+    p.add_argument("--overwrite", action="store_true", help="replace a folder unbag wrote")
     a = p.parse_args()
-    print(train(a.out, n=a.n, steps=a.steps, seed=a.seed, width=a.width))
+    print(train(a.out, n=a.n, steps=a.steps, seed=a.seed, width=a.width, overwrite=a.overwrite))
