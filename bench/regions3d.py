@@ -1,9 +1,10 @@
 """SGI's region sources on CLEVR-style 3D scenes, measured in one run: recall of visible objects (a
 single-box region with IoU >= 0.5 against the box of the object's visible pixels), single boxes
 per object (1.0 is one box each: more are the extra boxes a count check miscounts with), regions per
-image (unions included), and milliseconds per image; by number of objects and by occlusion (an
-object more than 10% hidden by another). On placed scenes of 3-6 objects (world/scene3d.py), or
-on the images of a built 3D benchmark (`unbag world build --style 3d`) with --bench DIR.
+image (unions included), and milliseconds per image (all images searched in one call, as SGI
+searches them); by number of objects and by occlusion (an object more than 10% hidden by another).
+On placed scenes of 3-6 objects (world/scene3d.py), or on the images of a built 3D benchmark
+(`unbag world build --style 3d`) with --bench DIR.
 
     .venv/bin/python bench/regions3d.py --scenes 100 --px 64
     .venv/bin/python bench/regions3d.py --bench /tmp/ctrl3d
@@ -16,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from unbag.sgi.regions import RegionConfig, iou, regions_for
+from unbag.sgi.regions import RegionConfig, frame_regions_many, iou
 from unbag.world.render3d import Scene3D, instances, visible
 from unbag.world.scene3d import place, random_object
 from unbag.world.swap3d import hidden_share, scene_from_record
@@ -72,8 +73,10 @@ def main() -> None:
     for source in a.sources.split(","):
         cfg = RegionConfig.parse(source)
         found, per, ratio, t = defaultdict(list), [], [], time.perf_counter()
-        for img, boxes, occl in data:
-            regions = regions_for(img, cfg)
+        # all pictures in one call, as SGI searches them (a learned source runs them in batches)
+        searched = [r for _, r in frame_regions_many([img for img, _, _ in data], cfg, "pad")]
+        ms = 1000 * (time.perf_counter() - t) / len(data)
+        for (img, boxes, occl), regions in zip(data, searched):
             singles = [r[0] for r in regions if len(r) == 1 and r[0] != (0, 0, img.shape[1], img.shape[0])]
             per.append(len(regions))
             ratio.append(len(singles) / max(1, len(boxes)))
@@ -82,7 +85,6 @@ def main() -> None:
                 found["all"].append(hit)
                 found["occluded" if o else "clear"].append(hit)
                 found["2-3" if len(boxes) <= 3 else "4-6"].append(hit)
-        ms = 1000 * (time.perf_counter() - t) / len(data)
         r = {k: 100 * np.mean(v) if v else float("nan") for k, v in found.items()}
         print(f"{source:14s} {r['all']:7.1f} {r.get('occluded', float('nan')):9.1f} {r.get('2-3', float('nan')):8.1f} "
               f"{r.get('4-6', float('nan')):8.1f} {np.mean(ratio):11.2f} {np.mean(per):8.1f} {ms:7.1f}")

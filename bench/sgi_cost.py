@@ -28,8 +28,8 @@ from unbag.sgi.protocol import score_sgi
 from unbag.world.swap import CATEGORIES
 
 # (row name, SGI options): unbag's default first, then one change at a time, then the paper's recipe
-CONFIGS = [("sgi (mask, 2 phases)", {}), ("sgi mode=tokens", {"mode": "tokens"}),
-           ("sgi phases=1", {"phases": 1}), ("sgi:paper (crop)", SGI_PRESETS["sgi:paper"]),
+CONFIGS = [("sgi (the benchmark's default)", {}), ("sgi mode=tokens", {"mode": "tokens"}),
+           ("sgi, the other phase count", {"phases": None}), ("sgi:paper (crop)", SGI_PRESETS["sgi:paper"]),
            ("sgi:paper mode=tokens", {**SGI_PRESETS["sgi:paper"], "mode": "tokens"})]
 
 
@@ -55,6 +55,9 @@ def main() -> None:
     g, t_global = timed(lambda: score_global(backend, bench))
     rows = [("global", t_global, g)]
     for name, options in CONFIGS:
+        if options.get("phases", 0) is None:  # one view where the benchmark declares more, else two
+            options = {"phases": 1 if SGIConfig.from_options(declared).phases > 1 else 2}
+            name = f"sgi phases={options['phases']}"
         cfg = SGIConfig.from_options({**declared, **options})
         s, t = timed(lambda: score_sgi(backend, bench, cfg=cfg))  # cold: a fresh job cache
         rows.append((name, t, s))

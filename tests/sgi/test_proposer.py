@@ -63,6 +63,46 @@ def test_the_network_keeps_half_the_resolution_and_ignores_the_batch_in_eval():
     assert torch.allclose(m(x[:1])[0], logits[:1], atol=1e-5)
 
 
+def test_folding_the_batch_norms_keeps_the_function():
+    from unbag.sgi.proposer import folded
+    torch.manual_seed(0)
+    m = Proposer().train()
+    for _ in range(3):  # running statistics away from their initial 0 / 1
+        m(torch.rand(4, 3, 64, 64) * 2)
+    m.eval()
+    x = torch.rand(2, 3, 64, 64)
+    with torch.no_grad():
+        want = m(x)
+        got = folded(m)(x)
+    assert not any(isinstance(layer, torch.nn.BatchNorm2d) for layer in m.body)
+    assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(want, got))
+
+
+def test_a_pictures_boxes_do_not_depend_on_its_batch_nor_on_the_thread_count():
+    from unbag.sgi.proposer import batch_size, object_boxes, object_boxes_many, training_data
+
+    images, _ = training_data(20, seed=998)
+    alone = [object_boxes(img) for img in images]
+    assert sum(map(len, alone)) >= 40  # scenes of 3 to 10 objects: the check below compares real boxes
+    # 20 pictures: a full pass of 16 and a padded one of 4; in reverse, other neighbours in each pass
+    assert object_boxes_many(list(images)) == alone
+    assert object_boxes_many(list(images[::-1])) == alone[::-1]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = object_boxes_many(list(images))
+        torch.set_num_threads(2)
+        two = object_boxes_many(list(images))
+    finally:
+        torch.set_num_threads(before)
+    assert one == two == alone
+    # pictures of two sizes in one call: each size its own passes, each picture its own boxes
+    big = np.ascontiguousarray(np.kron(images[0], np.ones((2, 2, 1), np.uint8)))
+    mixed = object_boxes_many([images[0], big, images[1]])
+    assert mixed[0] == alone[0] and mixed[2] == alone[1] and mixed[1] == object_boxes(big)
+    assert batch_size(64, 64) == 16 and batch_size(128, 128) == 4 and batch_size(480, 640) == 1
+
+
 @pytest.mark.slow
 def test_the_shipped_proposer_finds_one_box_per_object_on_unseen_training_stream_scenes():
     from unbag.sgi.proposer import object_boxes, training_data

@@ -67,8 +67,8 @@ def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path
     import unbag.sgi.encode as enc
 
     calls = []
-    real = enc.frame_regions
-    monkeypatch.setattr(enc, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = enc.frame_regions_many
+    monkeypatch.setattr(enc, "frame_regions_many", lambda imgs, *a, **k: calls.extend([1] * len(imgs)) or real(imgs, *a, **k))
     tiny.patch_px()  # probes the encoder once (patch grid); not part of what is counted
     encoded = []
     real_enc = tiny.encode_images
@@ -99,8 +99,8 @@ def test_evaluate_keeps_nothing_between_calls_unless_given_one_cache(tiny, small
     from unbag.evaluation import evaluate
 
     calls = []
-    real = enc.frame_regions
-    monkeypatch.setattr(enc, "frame_regions", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = enc.frame_regions_many
+    monkeypatch.setattr(enc, "frame_regions_many", lambda imgs, *a, **k: calls.extend([1] * len(imgs)) or real(imgs, *a, **k))
     n_images = sum(len(it.images) for it in small_bench.items)
     a = evaluate(tiny, small_bench, "sgi", progress=False)
     b = evaluate(tiny, small_bench, "sgi", progress=False)

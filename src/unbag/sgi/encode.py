@@ -17,7 +17,7 @@ from ..models.base import Backend, weights_id
 from ..scoring.encode import unique
 from . import segments as seg
 from .cache import RegionCache
-from .regions import (background_color, frame_regions, framed, masked,
+from .regions import (background_color, frame_regions_many, framed, masked,
                       masked_shifted, patch_cover, phase_offsets, row_fill)
 from .config import SGIConfig
 
@@ -125,17 +125,29 @@ def region_parts(cache: JobCache | None, cfg: SGIConfig) -> tuple[RegionCache, L
     return embeds, cache.part("sgi.searches", lambda b: LRU(SEARCHES_MAX))
 
 
-def framed_regions(arr: np.ndarray, pixels: str, cfg: SGIConfig, gt: list | None,
-                   searches: LRU | None = None) -> tuple[np.ndarray, list]:
-    """`frame_regions`, remembered in `searches` by the picture's content hash `pixels`."""
-    k = (pixels, cfg.region_cfg, cfg.frame, None if gt is None else tuple(map(tuple, gt)))
-    regions = None if searches is None else searches.get(k)
-    if regions is None:
-        pic, regions = frame_regions(arr, cfg.region_cfg, cfg.frame, gt)
-        if searches is not None:
-            searches.put(k, regions)
-        return pic, regions
-    return (arr if cfg.mode == "crop" else framed(arr, cfg.frame)[0]), regions
+def framed_regions(arrs: list[np.ndarray], pixels: list[str], cfg: SGIConfig, gts: list,
+                   searches: LRU | None = None) -> list[tuple[np.ndarray, list]]:
+    """`frame_regions_many`, each picture's regions remembered in `searches` by its content hash
+    (`pixels`); the pictures searched for are searched together."""
+    keys = [(p, cfg.region_cfg, cfg.frame, None if gt is None else tuple(map(tuple, gt)))
+            for p, gt in zip(pixels, gts)]
+    known = [None if searches is None else searches.get(k) for k in keys]
+    miss = [j for j, r in enumerate(known) if r is None]
+    found = dict(zip(miss, frame_regions_many([arrs[j] for j in miss], cfg.region_cfg, cfg.frame,
+                                              [gts[j] for j in miss])))
+    out = []
+    for j, (arr, k) in enumerate(zip(arrs, keys)):
+        if j in found:
+            if searches is not None:
+                searches.put(k, found[j][1])
+            out.append(found[j])
+        else:
+            out.append((arr if cfg.mode == "crop" else framed(arr, cfg.frame)[0], known[j]))
+    return out
+
+
+# Pictures loaded and searched for regions together (a learned region source runs them in batches)
+CHUNK = 64
 
 
 @torch.inference_mode()
@@ -182,26 +194,32 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
             done[slot] = ImageRegions(regions, e)
         pending.clear()
 
+    def encode_one(slot: int, arr: np.ndarray, regions: list, pixels: str):
+        nonlocal n_pending
+        key = embeds.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"{cfg.fill}/phases{views}")
+        hit = embeds.get(key)
+        if hit is not None:
+            done[slot] = ImageRegions(regions, hit)
+            return
+        if mode == "tokens":
+            pending.append((slot, regions, key, *_token_inputs(backend, arr, regions)))
+        else:
+            pending.append((slot, regions, key, _inputs(backend, arr, regions, mode, cfg.phases, cfg.fill)))
+        n_pending += len(regions) * views
+        if n_pending >= batch_size:
+            flush()
+
     with Progress(disable=not progress) as bar:
         task = bar.add_task("sgi regions", total=len(order))
-        for slot, i in enumerate(order):
-            arr = np.asarray(load_image(refs[i], wheres[i], bench.image_size))
-            pixels = image_key(arr)
-            arr, regions = framed_regions(arr, pixels, cfg, gts[i], searches)
-            key = embeds.key(model_id, f"{pixels}/{cfg.frame}", regions, mode, f"{cfg.fill}/phases{views}")
-            hit = embeds.get(key)
-            if hit is not None:
-                done[slot] = ImageRegions(regions, hit)
-            else:
-                if mode == "tokens":
-                    pending.append((slot, regions, key, *_token_inputs(backend, arr, regions)))
-                else:
-                    pending.append((slot, regions, key, _inputs(backend, arr, regions, mode, cfg.phases,
-                                                                         cfg.fill)))
-                n_pending += len(regions) * views
-                if n_pending >= batch_size:
-                    flush()
-            bar.update(task, advance=1)
+        slots = list(enumerate(order))
+        for start in range(0, len(slots), CHUNK):
+            chunk = slots[start:start + CHUNK]
+            arrs = [np.asarray(load_image(refs[i], wheres[i], bench.image_size)) for _, i in chunk]
+            pixels = [image_key(a) for a in arrs]
+            found = framed_regions(arrs, pixels, cfg, [gts[i] for _, i in chunk], searches)
+            for (slot, _), (arr, regions), pix in zip(chunk, found, pixels):
+                encode_one(slot, arr, regions, pix)
+                bar.update(task, advance=1)
         flush()
     return [done[j] for j in inverse]
 

@@ -343,10 +343,17 @@ def base_boxes(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None) 
         return selective_boxes(img, cfg.k)
     if cfg.source == "chroma":
         return chroma_boxes(img)
-    if cfg.source == "objects":  # learned on the 3D world's training stream (proposer.py)
-        from .proposer import object_boxes
-        return object_boxes(img)
+    if cfg.source == "objects":
+        return base_boxes_many([img], cfg, [gt])[0]
     return proposal_boxes(img, cfg.pad)
+
+
+def base_boxes_many(imgs: list[np.ndarray], cfg: RegionConfig, gts: list) -> list[list[Box]]:
+    """`base_boxes` of many pictures: a learned source runs its network over them in batches."""
+    if cfg.source == "objects":  # learned on the 3D world's training stream (proposer.py)
+        from .proposer import object_boxes_many
+        return object_boxes_many(imgs)
+    return [base_boxes(img, cfg, gt) for img, gt in zip(imgs, gts)]
 
 
 def with_groups(base: list[Box], cfg: RegionConfig, w: int, h: int) -> list[Region]:
@@ -369,14 +376,22 @@ def frame_regions(img: np.ndarray, cfg: RegionConfig, frame: str,
     holds no object, and would join segments at the border), a `crop` frame's on the square the
     encoder sees. A crop-mode region is cut out and resized whole: no frame. Token mode frames as
     mask mode does (its regions select patches of the framed picture)."""
-    if cfg.mode == "crop":
-        return img, regions_for(img, cfg, gt)
-    if frame == "pad":
-        sq, moved = framed(img, "pad", [list(b) for b in base_boxes(img, cfg, gt)])
-    else:
-        sq, gt = framed(img, "crop", gt)
-        moved = base_boxes(sq, cfg, gt)
-    return sq, with_groups(moved, cfg, sq.shape[1], sq.shape[0])
+    return frame_regions_many([img], cfg, frame, [gt])[0]
+
+
+def frame_regions_many(imgs: list[np.ndarray], cfg: RegionConfig, frame: str,
+                       gts: list | None = None) -> list[tuple[np.ndarray, list[Region]]]:
+    """`frame_regions` of many pictures (their boxes found together: `base_boxes_many`)."""
+    gts = gts if gts is not None else [None] * len(imgs)
+    if cfg.mode != "crop" and frame != "pad":
+        squares = [framed(img, "crop", gt) for img, gt in zip(imgs, gts)]
+        imgs, gts = [sq for sq, _ in squares], [gt for _, gt in squares]
+    out = []
+    for img, boxes in zip(imgs, base_boxes_many(imgs, cfg, gts)):
+        if cfg.mode != "crop" and frame == "pad":
+            img, boxes = framed(img, "pad", [list(b) for b in boxes])
+        out.append((img, with_groups(boxes, cfg, img.shape[1], img.shape[0])))
+    return out
 
 
 def plain_background(img: np.ndarray, threshold: float = 30.0, share: float = 0.5) -> bool:
