@@ -1,0 +1,110 @@
+"""Ship what scripts/reship3d.sh staged: the 3D built-in model (stage 6's choice, `B` there), its
+method overlays and every head, into src/unbag/weights.
+
+The staged files name their model by its staged path (`reship/3d/conv-more`); shipped, the model
+is `builtin`, so each overlay's `base` and each head's `backbone` are rewritten to the shipped
+names, the staged one kept beside it (`staged_as`). Heads check their backbone by a hash of its
+weights, which shipping does not change: the script loads every shipped model and checks it.
+The stage-4 run the model continued (`builtin-conv`) ships its log and config too. Every staged
+file is checked before anything is written; the new weights folder is built beside the old one
+and swapped in whole. The READMEs and TRAINING.md are prose, edited by hand.
+
+    .venv/bin/python scripts/ship3d.py [--staged reship/3d/conv-more]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+W = ROOT / "src" / "unbag" / "weights"
+METHODS = ("ft", "negclip", "clic", "degla")
+MODELS = ("pretrained",) + METHODS
+KINDS = ("tfregions", "tflocal-li", "tflocal", "tfglobal")
+PROSE = ("builtin/TRAINING.md", "methods/README.md", "heads/README.md")  # kept as they are
+
+
+def plan(staged: Path, stem: Path) -> dict[str, tuple[Path, dict | None]]:
+    """Shipped path -> (staged file, JSON fields to rewrite or None)."""
+    out = {"builtin/weights.safetensors": (staged / "weights.safetensors", None),
+           "builtin/open_clip_config.json": (staged / "open_clip_config.json", None),
+           "builtin/log.jsonl": (staged / "log.jsonl", None),
+           "builtin/train_config.json": (staged / "train_config.json", None),
+           "builtin/log-stage4.jsonl": (stem / "log.jsonl", None),
+           "builtin/train_config-stage4.json": (stem / "train_config.json", None)}
+    for m in METHODS:
+        src = staged / "methods" / m
+        out[f"methods/{m}/weights.safetensors"] = (src / "weights.safetensors", None)
+        out[f"methods/{m}/log.jsonl"] = (src / "log.jsonl", None)
+        out[f"methods/{m}/overlay.json"] = (src / "overlay.json", {"base": "builtin"})
+    for m in MODELS:
+        for k in KINDS:
+            src = staged / "heads" / m / k
+            out[f"heads/{k}/{m}/head.safetensors"] = (src / "head.safetensors", None)
+            out[f"heads/{k}/{m}/head.json"] = (src / "head.json",
+                                               {"backbone": "builtin" if m == "pretrained" else f"builtin:{m}"})
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--staged", type=Path, default=ROOT / "reship" / "3d" / "conv-more")
+    p.add_argument("--stem", type=Path, default=ROOT / "reship" / "3d" / "builtin-conv",
+                   help="the stage-4 model the staged one continued (its log and config ship too)")
+    a = p.parse_args()
+    files = plan(a.staged, a.stem)
+    missing = [str(src) for src, _ in files.values() if not src.is_file()]
+    if missing:
+        sys.exit(f"ship3d: {len(missing)} staged files missing (stage 7 not finished?), first: {missing[:5]}")
+    new = W.with_name(".weights-ship.tmp")
+    if new.exists():
+        shutil.rmtree(new)  # a half-built tree of an earlier run of this script
+    shutil.copytree(W / "proposer3d", new / "proposer3d")
+    for rel in PROSE:
+        if (W / rel).is_file():
+            (new / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(W / rel, new / rel)
+    for rel, (src, fields) in files.items():
+        dest = new / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if fields is None:
+            shutil.copy2(src, dest)
+            continue
+        record = json.loads(src.read_text())
+        for key, value in fields.items():
+            record["staged_as"] = record[key]
+            record[key] = value
+        dest.write_text(json.dumps(record, indent=2) + "\n")
+    old = W.with_name(".weights-old.tmp")
+    W.rename(old)
+    new.rename(W)
+    try:
+        check()
+    except Exception:
+        W.rename(new)
+        old.rename(W)
+        raise
+    shutil.rmtree(old)
+    print(f"shipped {len(files)} files from {a.staged} into {W}")
+
+
+def check() -> None:
+    """Every shipped model loads and every head accepts its model (the backbone hash)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from unbag import models
+    from unbag.models.base import weights_id
+    for m in MODELS:
+        spec = "builtin" if m == "pretrained" else f"builtin:{m}"
+        ident = weights_id(models.load(spec))
+        for k in KINDS:
+            head = json.loads((W / "heads" / k / m / "head.json").read_text())
+            if head["backbone_id"] != ident:
+                raise RuntimeError(f"heads/{k}/{m}: trained on weights {head['backbone_id'][:12]}, "
+                                   f"{spec} ships {ident[:12]}")
+
+
+if __name__ == "__main__":
+    main()
