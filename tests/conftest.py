@@ -13,10 +13,11 @@ from PIL import Image  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tiny_bench(tmp_path_factory):
-    """A small ctrl benchmark on disk (3 items per category and split)."""
+    """A small flat-world ctrl benchmark on disk (3 items per category and split; flat whatever the
+    default world: its tests check the flat format, and it builds in well under a second)."""
     from unbag.world.io import build
 
-    return build(tmp_path_factory.mktemp("bench") / "ctrl", seed=3, per_category=3, progress=False)
+    return build(tmp_path_factory.mktemp("bench") / "ctrl", seed=3, per_category=3, progress=False, style="flat")
 
 WORDS = ("a an the of and on in left right above below next to with small large red green blue yellow "
          "purple cyan orange brown gray rubber metal cube sphere cylinder cone star cubes spheres one two "

@@ -26,9 +26,12 @@ def model():
 @pytest.fixture(scope="module")
 def free_text_bench():
     """ctrl items without their grammar's segments, so SGI and the heads parse the captions as
-    they parse free text given to `score`."""
+    they parse free text given to `score`: their pictures as arrays, and none of the SGI options
+    a 3D ctrl declares (free pictures given to `score` take SGI's own defaults)."""
+    from unbag.benchmarks.base import load_image
     b = unbag.load_benchmark("ctrl", seed=5, per_category=1)
-    return dataclasses.replace(b, items=[dataclasses.replace(it, meta={}) for it in b])
+    return dataclasses.replace(b, sgi={}, items=[
+        dataclasses.replace(it, meta={}, images=[np.asarray(load_image(r, it.id)) for r in it.images]) for it in b])
 
 
 @pytest.mark.slow
@@ -102,7 +105,8 @@ def test_paths_pil_images_and_arrays_give_the_same_scores(model, free_text_bench
     path = tmp_path / "img.png"
     Image.fromarray(arr).save(path)
     caps = ["a large blue rubber star", "a small red metal cube"]
-    scores = [unbag.score(model, im, caps, protocol) for im in (str(path), path, Image.open(path), arr)]
+    scores = [unbag.score(model, im, caps, protocol) for im in (str(path), path, Image.open(path), arr,
+                                                             path.read_bytes())]
     for s in scores[1:]:
         assert torch.equal(s, scores[0])
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .sgi.explain import Explanation
 
 # a file path, a PIL image, or pixels [H, W, 3] uint8
-ImageInput = Union[str, os.PathLike, "Image.Image", np.ndarray]
+ImageInput = Union[str, os.PathLike, "Image.Image", np.ndarray, bytes]
 
 
 def default_device() -> str:
@@ -60,9 +60,10 @@ def _backend(model: "str | Backend", device: str | None = None) -> "Backend":
 
 
 def _image_refs(images: Any, arg: str = "images") -> list:
-    """Image references the benchmarks' loaders take, from paths, PIL images or uint8 arrays."""
+    """Image references the benchmarks' loaders take, from paths, PIL images, uint8 arrays or an
+    encoded image file's bytes (PNG, JPEG...: what a generated 3D benchmark's items hold)."""
     from PIL import Image
-    if isinstance(images, (str, os.PathLike, Image.Image)) or (isinstance(images, np.ndarray) and images.ndim == 3):
+    if isinstance(images, (str, os.PathLike, Image.Image, bytes)) or (isinstance(images, np.ndarray) and images.ndim == 3):
         images = [images]
     refs = []
     for k, im in enumerate(images):
@@ -75,8 +76,12 @@ def _image_refs(images: Any, arg: str = "images") -> list:
                 raise UnbagError(f"{arg}[{k}]: an array must be H x W x 3 uint8 RGB pixels, got shape "
                                  f"{tuple(im.shape)} and dtype {im.dtype}")
             refs.append(np.ascontiguousarray(im))
+        elif isinstance(im, bytes):
+            from .benchmarks.base import load_image
+            refs.append(np.asarray(load_image(im, f"{arg}[{k}]")).copy())  # decoded now: a bad file fails here
         else:
-            raise UnbagError(f"{arg}[{k}]: expected a file path, a PIL image or an H x W x 3 uint8 array, "
+            raise UnbagError(f"{arg}[{k}]: expected a file path, a PIL image, an H x W x 3 uint8 array or an "
+                             "image file's bytes, "
                              f"got {type(im).__name__}")
     if not refs:
         raise UnbagError(f"{arg} is empty: give at least one image")

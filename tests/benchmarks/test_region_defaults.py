@@ -44,7 +44,7 @@ def test_a_3d_ctrl_declares_learned_object_regions_and_its_heads_and_results_use
     from unbag.heads.tfregions import TFRegions
     from unbag.sgi.config import SGIConfig
 
-    flat, cube = load_benchmark("ctrl", per_category=1), load_benchmark("ctrl", per_category=1, style="3d")
+    flat, cube = load_benchmark("ctrl", per_category=1, style="flat"), load_benchmark("ctrl", per_category=1, style="3d")
     assert SGIConfig.for_benchmark(flat).regions == "blobs+groups" and SGIConfig.for_benchmark(cube).regions == "objects"
     assert SGIConfig.for_benchmark(flat).fill == "median" and SGIConfig.for_benchmark(cube).fill == "rows"
     assert main(["world", "build", "--style", "3d", "--per-category", "1", "--categories", "color", "--procs", "1",

@@ -25,7 +25,8 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def cache(tiny, tmp_path_factory):
-    return extract_world(tiny, tmp_path_factory.mktemp("f") / "cache", n=96, chunk=40, progress=False)
+    return extract_world(tiny, tmp_path_factory.mktemp("f") / "cache", n=96, chunk=40, progress=False,
+                         data="world-flat")
 
 
 @pytest.mark.slow
@@ -209,9 +210,12 @@ def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache
     assert res["n_items"] == 30
 
 
-def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tiny_bench):
-    """TFRegions starts with a zero correction: its scores are default SGI's (same regions, same match
-    rule, plus SGI's count and geometry checks) times the initial temperature, item by item."""
+@pytest.mark.parametrize("style", ["flat", "3d"])
+def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tiny_bench, style):
+    """TFRegions starts with a zero correction: its scores are default SGI's on the benchmark (same
+    regions, same match rule, plus SGI's count and geometry checks, as the benchmark declares them:
+    a 3D ctrl's learned regions, row fill, `fit` counts, one view) times the initial temperature,
+    item by item."""
     from unbag import benchmarks
     from unbag.evaluation import evaluate
     from unbag.heads.protocol import score_head
@@ -222,11 +226,14 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
                      progress=False)
     head, rec = load_head(out)
     assert rec["head"]["patches"] == 16 and float(head.logit_scale.exp().detach()) == pytest.approx(50.0)
+    if style == "3d":
+        from unbag.world.io import build
+        tiny_bench = build(tmp_path / "ctrl3d", seed=3, per_category=1, progress=False, style="3d")
     bench = benchmarks.load(f"ctrl:{tiny_bench}")
     backend = models.load("builtin")
-    sgi = score_sgi(backend, bench, cfg=SGIConfig())
+    sgi = score_sgi(backend, bench, cfg=SGIConfig.for_benchmark(bench))
     assert torch.allclose(score_head(backend, bench, path=str(out)), 50.0 * sgi, atol=1e-3)
-    assert evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)["n_items"] == 30
+    assert evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)["n_items"] == len(bench.items)
 
 
 def test_region_head_matches_object_phrases_to_single_regions_only():

@@ -136,7 +136,8 @@ def test_clip_dense_declares_its_options_and_an_older_run_config_still_matches()
     from unbag.training.engine import config_diff
 
     cfg = TrainConfig.for_method("clip-dense", shape_swaps=True)
-    assert cfg.options == {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True, "vocabulary": "flat"}
+    from unbag.world.styles import DEFAULT
+    assert cfg.options == {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True, "vocabulary": DEFAULT}
     old = json.loads(json.dumps({k: v for k, v in asdict(cfg).items() if k != "options"}))  # as saved
     old |= {"dense_weight": 1.0, "swap_weight": 1.0, "shape_swaps": True}
     assert config_diff(old, cfg) == []  # a run begun before options moved under `options`

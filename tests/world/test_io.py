@@ -55,5 +55,5 @@ def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(wio, "render", failing_render)
     with pytest.raises(OSError):
-        build(tmp_path / "y", per_category=2, progress=False)
+        build(tmp_path / "y", per_category=2, progress=False, style="flat")
     assert list(tmp_path.iterdir()) == []

@@ -147,7 +147,7 @@ def test_pool_refuses_other_pixels(pool, tmp_path):
     with pytest.raises(UnbagError, match="render version 2.*build the pool again"):
         read_meta(other)
     with pytest.raises(UnbagError, match="a pool renders a 3D stream"):
-        build_pool(tmp_path / "x", data="world:finetuning", n=2, progress=False)
+        build_pool(tmp_path / "x", data="world-flat:finetuning", n=2, progress=False)
 
 
 @pytest.mark.parametrize("data", ["pool", "world3d:finetuning"])
@@ -162,7 +162,9 @@ def test_training_reads_the_3d_stream_and_its_pool(pool, tmp_path, data):
 def test_one_parser_reads_every_training_data_spec(pool, tmp_path):
     from unbag.training.data import DataSpec, parse_data
 
-    assert parse_data("world") == DataSpec("world", "world", "flat", "finetuning")
+    from unbag.world.styles import DEFAULT
+    assert parse_data("world") == DataSpec("world", "world", DEFAULT, "finetuning")  # the default world
+    assert parse_data("world-flat") == DataSpec("world-flat", "world", "flat", "finetuning")
     assert parse_data("world3d:pretraining") == DataSpec("world3d:pretraining", "world", "3d", "pretraining")
     assert parse_data(f"pool:{pool}") == DataSpec(f"pool:{pool}", "world", "3d", path=str(pool))
     assert parse_data("degla:n.json:/coco") == DataSpec("degla:n.json:/coco", "negatives", path="n.json",

@@ -26,7 +26,7 @@ def _digest(root):
 
 
 def test_flat_build_is_byte_identical_to_before_the_3d_world(tmp_path):
-    build(tmp_path / "flat", seed=0, per_category=2, progress=False)
+    build(tmp_path / "flat", seed=0, per_category=2, progress=False, style="flat")
     assert _digest(tmp_path / "flat") == FLAT_SEED0_DIGEST
     meta = json.loads((tmp_path / "flat" / "meta.json").read_text())
     assert meta["version"] == 1 and "style" not in meta

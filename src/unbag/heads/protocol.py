@@ -16,6 +16,7 @@ from ..errors import UnbagError
 from ..models.base import Backend, weights_id
 from ..scoring import Protocol
 from ..scoring.encode import pixels_of, unique
+from ..world.styles import resolve
 from .common import head_class, head_inputs
 from .features import alternative_features, image_features, text_features
 from .train import load_head
@@ -69,7 +70,8 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
         if _nbytes(fields) <= cache.max_bytes:
             memo.update(key=key, fields=fields)
     if head.cfg.calibrate and "phr_alt" not in fields:  # only the texts' alternatives are new
-        world = "3d" if bench.info.get("style") == "3d" else "flat"  # the words its captions speak in
+        # the words its captions speak in: a world benchmark's world; free text's and photos' the default
+        world = resolve(bench.info.get("style"))
         fields = fields | alternative_features(backend, [phrases[c] for c in cap_order], fields["phr_global"].shape[-1],
                                                world)
         if memo.get("key") == key and _nbytes(fields) <= cache.max_bytes:
