@@ -11,7 +11,7 @@ held-back objects, shape split by size.
 Scenes are rendered once at 128 px (2x2 supersampling) and area-averaged to 64 px (so the 64 px
 pictures are the same scenes, 4x4 supersampled; cached under --cache). Towers: `cnn` (four
 conv-BN-ReLU blocks, a control for what the pixels hold) and open_clip ViTs named
-`vit-pP-wW-lL`, at each --px.
+`vit-pP-wW-lL`, optionally with a stem (`-conv`, `-poolstem`), at each --px.
 
     .venv/bin/python bench/shape_capacity3d.py --towers cnn vit-p8-w64-l3 vit-p4-w64-l3 --px 64 128
 """
@@ -75,18 +75,33 @@ class CNN(nn.Module):
         return self.body(x).amax((2, 3))
 
 
+def pool_stem(width: int, patch: int) -> nn.Sequential:
+    """The CNN's blocks as a patch embedding: 3x3 conv at full resolution, group norm, ReLU, 2x2
+    max pool, log2(patch) times (channels up to width), then a 1x1 projection to width."""
+    steps, layers, c = patch.bit_length() - 1, [], 3
+    for i in range(steps):
+        w = max(16, width >> (steps - 1 - i))
+        layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.GroupNorm(min(8, w), w), nn.ReLU(), nn.MaxPool2d(2)]
+        c = w
+    return nn.Sequential(*layers, nn.Conv2d(c, width, 1))
+
+
+STEMS = {"-conv": conv_stem, "-poolstem": pool_stem}
+
+
 def tower(name: str, px: int) -> nn.Module:
-    """`cnn`, or an open_clip ViT `vit-pP-wW-lL` (head width 32, as the built-in model's), with
-    unbag's convolutional stem (models/stem.py) in place of its patch embedding when the name ends
-    in `-conv`."""
+    """`cnn`, or an open_clip ViT `vit-pP-wW-lL` (head width 32, as the built-in model's), with a
+    stem in place of its patch embedding when the name ends in one of STEMS: `-conv`, unbag's
+    convolutional stem (models/stem.py: stride-2 convolutions); `-poolstem`, the CNN's blocks."""
     if name == "cnn":
         return CNN()
     from open_clip.transformer import VisionTransformer
-    p, w, l = (int(s[1:]) for s in name.removesuffix("-conv").split("-")[1:])
+    suffix = next((k for k in STEMS if name.endswith(k)), "")
+    p, w, l = (int(s[1:]) for s in name.removesuffix(suffix).split("-")[1:])
     m = VisionTransformer(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0,
                           output_dim=w)
-    if name.endswith("-conv"):
-        m.conv1 = conv_stem(w, p)
+    if suffix:
+        m.conv1 = STEMS[suffix](w, p)
     m.out_dim = w
     return m
 
