@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from unbag.models.stem import conv_stem
+from unbag.models.stem import conv_stem, pool_stem
 from unbag.world.render3d import CLEVR_COLORS, RENDER_VERSION, SCALE
 from unbag.world.scene3d import MATERIALS3D, SHAPES3D, place, random_object
 
@@ -75,24 +75,13 @@ class CNN(nn.Module):
         return self.body(x).amax((2, 3))
 
 
-def pool_stem(width: int, patch: int) -> nn.Sequential:
-    """The CNN's blocks as a patch embedding: 3x3 conv at full resolution, group norm, ReLU, 2x2
-    max pool, log2(patch) times (channels up to width), then a 1x1 projection to width."""
-    steps, layers, c = patch.bit_length() - 1, [], 3
-    for i in range(steps):
-        w = max(16, width >> (steps - 1 - i))
-        layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.GroupNorm(min(8, w), w), nn.ReLU(), nn.MaxPool2d(2)]
-        c = w
-    return nn.Sequential(*layers, nn.Conv2d(c, width, 1))
-
-
-STEMS = {"-conv": conv_stem, "-poolstem": pool_stem}
+STEMS = {"-conv": conv_stem, "-poolstem": pool_stem}  # name suffix -> unbag's stem (models/stem.py)
 
 
 def tower(name: str, px: int) -> nn.Module:
     """`cnn`, or an open_clip ViT `vit-pP-wW-lL` (head width 32, as the built-in model's), with a
     stem in place of its patch embedding when the name ends in one of STEMS: `-conv`, unbag's
-    convolutional stem (models/stem.py: stride-2 convolutions); `-poolstem`, the CNN's blocks."""
+    convolutional stem (stride-2 convolutions); `-poolstem`, its `pool` stem (the CNN's blocks)."""
     if name == "cnn":
         return CNN()
     from open_clip.transformer import VisionTransformer
