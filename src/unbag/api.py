@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .models.base import Backend
     from .sgi.explain import Explanation
 
-# a file path, a PIL image, or pixels [H, W, 3] uint8
+# a file path, a PIL image, pixels [H, W, 3] uint8, or an image file's bytes
 ImageInput = Union[str, os.PathLike, "Image.Image", np.ndarray, bytes]
 
 
