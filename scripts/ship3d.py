@@ -6,10 +6,9 @@ is `builtin`, so each overlay's `base` and each head's `backbone` are rewritten 
 names, the staged one kept beside it (`staged_as`). Heads check their backbone by a hash of its
 weights, which shipping does not change: the script loads every shipped model and checks it.
 The stage-4 run the model continued (`builtin-conv`) ships its log and config too, and the staged
-TRAINING.md and methods/README.md (written with the model and the overlays) become the shipped
-ones. Every staged file is checked before anything is written; the new weights folder is built
-beside the old one and swapped in whole. The heads' README is kept, to be edited by hand with the
-new numbers.
+TRAINING.md and the methods' and heads' READMEs (written with what they describe) become the
+shipped ones. Every staged file is checked before anything is written; the new weights folder is
+built beside the old one and swapped in whole.
 
     .venv/bin/python scripts/ship3d.py [--staged reship/3d/conv-more]
 """
@@ -26,7 +25,6 @@ W = ROOT / "src" / "unbag" / "weights"
 METHODS = ("ft", "negclip", "clic", "degla")
 MODELS = ("pretrained",) + METHODS
 KINDS = ("tfregions", "tflocal-li", "tflocal", "tfglobal")
-PROSE = ("heads/README.md",)  # kept as it is: edited by hand with the heads' numbers
 
 
 def plan(staged: Path, stem: Path) -> dict[str, tuple[Path, dict | None]]:
@@ -38,7 +36,8 @@ def plan(staged: Path, stem: Path) -> dict[str, tuple[Path, dict | None]]:
            "builtin/log-stage4.jsonl": (stem / "log.jsonl", None),
            "builtin/train_config-stage4.json": (stem / "train_config.json", None),
            "builtin/TRAINING.md": (staged / "TRAINING.md", None),
-           "methods/README.md": (staged / "methods" / "README.md", None)}
+           "methods/README.md": (staged / "methods" / "README.md", None),
+           "heads/README.md": (staged / "heads" / "README.md", None)}
     for m in METHODS:
         src = staged / "methods" / m
         out[f"methods/{m}/weights.safetensors"] = (src / "weights.safetensors", None)
@@ -67,10 +66,6 @@ def main() -> None:
     if new.exists():
         shutil.rmtree(new)  # a half-built tree of an earlier run of this script
     shutil.copytree(W / "proposer3d", new / "proposer3d")
-    for rel in PROSE:
-        if (W / rel).is_file():
-            (new / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(W / rel, new / rel)
     for rel, (src, fields) in files.items():
         dest = new / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
