@@ -20,8 +20,12 @@
 #   7. on the built-in model chosen from stages 4 and 6 (B below): the FT, NegCLIP, CLIC and DeGLA
 #      overlays on a pool of `world3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
 #      on each of the five models, everything measured on the 3D ctrl.
-# Not written yet (issue 35): shipping (replacing src/unbag/weights/ with B and its overlays and heads).
+# Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
+# Stage 7's heads in two lanes of one thread each, as scripts/reship.sh ran the flat heads (each
+# lane skips what is done and trains only its models' heads):
+#   MODELS="pretrained ft negclip" OMP_NUM_THREADS=1 bash scripts/reship3d.sh &
+#   MODELS="degla clic" OMP_NUM_THREADS=1 bash scripts/reship3d.sh &
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${1:-runs/reship3d}
@@ -150,7 +154,7 @@ overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl3d-id
 overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
 overlay clic --steps 600 --batch-size 128 --lr 1e-4
 overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
-for m in pretrained ft negclip clic degla; do
+for m in ${MODELS:-pretrained ft negclip clic degla}; do
   spec="$S/$B"; [ "$m" != pretrained ] && spec="$S/$B/methods/$m"
   f="$R/feat-$B-$m"
   [ -f "$f/index.json" ] || $U features --model "$spec" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
