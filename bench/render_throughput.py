@@ -1,7 +1,8 @@
 """Images per second of the 3D ray caster (world/render3d.py) against the flat world's renderer,
 measured in one run: CLEVR-placed scenes of 3-6 objects, one process per core, one torch thread each
 (placing a scene, with its visibility checks on instance maps at 64 px, is not counted; the
-placement rate is printed beside it).
+placement rate is printed beside it; a picture is shaded without its instance map, as the
+benchmark build draws it).
 
     .venv/bin/python bench/render_throughput.py --n 200 --procs 2
 """
@@ -27,14 +28,14 @@ def _work(args: tuple[str, int, int, int]) -> tuple[float, float]:
         for k in range(n):
             sample(seed, k, px)  # a stream sample: draws a scene and renders it
         return 0.0, time.perf_counter() - t
-    from unbag.world.render3d import render
+    from unbag.world.render3d import shaded
     from unbag.world.scene3d import place, random_object
     t = time.perf_counter()
     scenes = [place(rng, [random_object(rng) for _ in range(int(rng.integers(3, 7)))], px=64, draw=False)[0]
               for _ in range(n)]
     t_place, t = time.perf_counter() - t, time.perf_counter()
     for s in scenes:
-        render(s, px)
+        shaded(s, px)
     return t_place, time.perf_counter() - t
 
 

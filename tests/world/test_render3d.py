@@ -1,4 +1,5 @@
 """The 3D ray caster against closed forms: silhouettes, shadows, normals, determinism."""
+import hashlib
 import math
 
 import numpy as np
@@ -90,6 +91,19 @@ def test_same_scene_same_bytes_and_visible_counts():
         assert (ia[y0:y1, x0:x1] == k).sum() == v["visible_px"]
 
 
+def test_render_version_keeps_its_pixels():
+    """Render version 3's pictures, pinned: the pools and every staged measurement were drawn with
+    them, so a change to the caster that moves a pixel must bump RENDER_VERSION (and this pin)."""
+    from unbag.world.render3d import RENDER_VERSION, picture
+    from unbag.world.swap3d import build_item
+    h = hashlib.sha256()
+    for cat in ("color", "size", "material", "count", "relation"):
+        for scene in build_item(0, "ood", cat, 0).scenes:
+            h.update(picture(scene, 64).tobytes())
+    assert RENDER_VERSION == 3
+    assert h.hexdigest() == "4bdd5ce94b7f0bd22c732b78bc1731b7d57f53980746d7924efa09bcaeee03fb"
+
+
 @pytest.mark.parametrize("shape", ["cube", "sphere", "cylinder"])
 def test_metal_and_rubber_differ_on_every_shape(shape):
     """The same object in metal and in rubber gives other pixels (measured: 16-33 of 255 on average
@@ -139,10 +153,10 @@ def test_bounding_sphere_culling_loses_no_hit():
     d = torch.nn.functional.normalize(torch.randn(4000, 3, generator=gen), dim=-1)
     t = intersect(o, d, g)
     inf = torch.tensor(float("inf"))
-    rel = o[:, None, :] - g["c"][None]
-    dd = d[:, None, :].expand_as(rel)
-    full_cube = _t_cube(rel[:, :1], dd[:, :1], g["h"][None, :1], g["angle"][None, :1], inf)
-    full_cyl = _t_cylinder(rel[:, 1:], dd[:, 1:], g["h"][None, 1:], inf)
+    rel = o.T[:, :, None] - g["c"].T[:, None, :]  # component first: [3, rays, objects]
+    dd = d.T[:, :, None]
+    full_cube = _t_cube(rel[:, :, :1], dd, g["h"][None, :1], g["angle"][None, :1], inf)
+    full_cyl = _t_cylinder(rel[:, :, 1:], dd, g["h"][None, 1:], inf)
     assert torch.isfinite(full_cube).sum() > 50 and torch.equal(t[:, :1], full_cube) and torch.equal(t[:, 1:], full_cyl)
 
 

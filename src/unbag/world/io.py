@@ -128,14 +128,14 @@ def render_item3d(job: tuple[int, str, str, int, int]):
     (a thread count changes how torch sums, so every build uses one per process)."""
     import torch
 
-    from .render3d import render as render3d
+    from .render3d import shaded
     from .swap3d import build_item as build3d_item
     seed, split, cat, index, px = job
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         item = build3d_item(seed, split, cat, index, px)
-        return item, [png_bytes(render3d(s, px)[0]) for s in item.scenes], [mask_png(m) for m in item.instances]
+        return item, [png_bytes(shaded(s, px)) for s in item.scenes], [mask_png(m) for m in item.instances]
     finally:
         torch.set_num_threads(before)
 

@@ -126,6 +126,9 @@ def jittered(rng: np.random.Generator, camera_jitter: float = 0.5, light_jitter:
 
 
 # -- intersections: rays o, d [R, 3] against every object -> t [R, N] (inf: no hit) ------------
+# The tests take vectors component first (rel [3, R, N], dd [3, R, 1]): each component is one
+# contiguous plane, so a dot product is three multiply-adds over whole planes. The arithmetic, and
+# so every pixel, is the same as with the components last.
 
 def _rot(angle: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cos(angle), torch.sin(angle)
@@ -139,9 +142,15 @@ def _objects(scene: Scene3D) -> dict[str, torch.Tensor]:
                                                                        for o in objs], dtype=torch.long)}
 
 
+def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Sum over the first axis (3) of a * b, written out: the same bytes as `(a * b).sum(0)` (which
+    adds them in this order), without a reduction kernel's cost on a 3-long axis."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
 def _t_sphere(rel, dd, h, inf):
-    b = (rel * dd).sum(-1)
-    disc = b * b - ((rel * rel).sum(-1) - h * h)
+    b = _dot(rel, dd)
+    disc = b * b - (_dot(rel, rel) - h * h)
     sq = disc.clamp_min(0).sqrt()
     t_near, t_far = -b - sq, -b + sq
     return torch.where(disc > 0, torch.where(t_near > EPS, t_near, torch.where(t_far > EPS, t_far, inf)), inf)
@@ -150,24 +159,26 @@ def _t_sphere(rel, dd, h, inf):
 def _t_cube(rel, dd, h, angle, inf):
     """Slabs at +-h in the cube's frame (the ray rotated by -angle about z)."""
     cos, sin = _rot(angle)
-    lo = torch.stack([cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1], rel[..., 2]], -1)
-    dl = torch.stack([cos * dd[..., 0] + sin * dd[..., 1], -sin * dd[..., 0] + cos * dd[..., 1], dd[..., 2]], -1)
+    shape = rel.shape
+    lo = torch.stack([cos * rel[0] + sin * rel[1], -sin * rel[0] + cos * rel[1], rel[2]])
+    dl = torch.stack([(cos * dd[0] + sin * dd[1]).expand(shape[1:]), (-sin * dd[0] + cos * dd[1]).expand(shape[1:]),
+                      dd[2].expand(shape[1:])])
     safe = torch.where(dl.abs() < 1e-9, torch.full_like(dl, 1e-9), dl)
-    t1, t2 = (-h[..., None] - lo) / safe, (h[..., None] - lo) / safe
-    tmin, tmax = torch.minimum(t1, t2).amax(-1), torch.maximum(t1, t2).amin(-1)
+    t1, t2 = (-h - lo) / safe, (h - lo) / safe
+    tmin, tmax = torch.minimum(t1, t2).amax(0), torch.maximum(t1, t2).amin(0)
     return torch.where((tmax >= tmin) & (tmax > EPS), torch.where(tmin > EPS, tmin, tmax), inf)
 
 
 def _t_cylinder(rel, dd, h, inf):
     """The side (radius h, height within the centre +- h) and the top cap."""
-    a = dd[..., 0] ** 2 + dd[..., 1] ** 2
-    bb = rel[..., 0] * dd[..., 0] + rel[..., 1] * dd[..., 1]
-    disc = bb * bb - a * (rel[..., 0] ** 2 + rel[..., 1] ** 2 - h * h)
+    a = dd[0] ** 2 + dd[1] ** 2
+    bb = rel[0] * dd[0] + rel[1] * dd[1]
+    disc = bb * bb - a * (rel[0] ** 2 + rel[1] ** 2 - h * h)
     t_side = (-bb - disc.clamp_min(0).sqrt()) / a.clamp_min(1e-12)
-    side_ok = (disc > 0) & (t_side > EPS) & ((rel[..., 2] + t_side * dd[..., 2]).abs() <= h)
-    dz = torch.where(dd[..., 2].abs() < 1e-9, torch.full_like(dd[..., 2], 1e-9), dd[..., 2])
-    t_cap = (h - rel[..., 2]) / dz
-    cx, cy = rel[..., 0] + t_cap * dd[..., 0], rel[..., 1] + t_cap * dd[..., 1]
+    side_ok = (disc > 0) & (t_side > EPS) & ((rel[2] + t_side * dd[2]).abs() <= h)
+    dz = torch.where(dd[2].abs() < 1e-9, torch.full_like(dd[2], 1e-9), dd[2])
+    t_cap = (h - rel[2]) / dz
+    cx, cy = rel[0] + t_cap * dd[0], rel[1] + t_cap * dd[1]
     cap_ok = (t_cap > EPS) & (cx * cx + cy * cy <= h * h)
     return torch.minimum(torch.where(side_ok, t_side, inf), torch.where(cap_ok, t_cap, inf))
 
@@ -177,12 +188,13 @@ def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> t
     each shape's test runs on its own objects only."""
     inf = torch.tensor(float("inf"))
     out = torch.full((len(o), len(g["kind"])), float("inf"))
+    oc, dc = o.T.contiguous()[:, :, None], d.T.contiguous()[:, :, None]  # [3, R, 1]
     for kind in range(3):
         cols = (g["kind"] == kind).nonzero()[:, 0]
         if not len(cols):
             continue
-        rel = o[:, None, :] - g["c"][cols][None]
-        dd = d[:, None, :].expand_as(rel)
+        rel = oc - g["c"][cols].T[:, None, :]  # [3, R, n]
+        dd = dc
         h = g["h"][cols][None]
         if kind == 0:
             out[:, cols] = _t_sphere(rel, dd, h, inf)
@@ -190,7 +202,7 @@ def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> t
         # the exact test only for rays that meet a bounding sphere (most rays miss every object)
         rows = torch.isfinite(_t_sphere(rel, dd, h * BOUND[kind], inf)).any(1).nonzero()[:, 0]
         if len(rows):
-            rel, dd = rel[rows], dd[rows]
+            rel, dd = rel[:, rows], dd[:, rows]
             t = _t_cube(rel, dd, h, g["angle"][cols][None], inf) if kind == 1 else _t_cylinder(rel, dd, h, inf)
             out[rows[:, None], cols[None]] = t
     return out
@@ -260,7 +272,7 @@ def environment(d: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     # a top face mirrors about the camera's own elevation (CLEVR's: sin 0.44), so a band of light
     # there lights metal tops with a gradient across them; a second, dimmer band at the horizon
     sky = 0.06 + 1.4 * torch.exp(-((elev - 0.42) ** 2) / 0.006) + 0.5 * torch.exp(-((elev - 0.1) ** 2) / 0.01)
-    box = 3.0 * torch.exp(-((d - key) ** 2).sum(-1) / 0.03)
+    box = 3.0 * torch.exp(-_dot((d - key).T, (d - key).T) / 0.03)
     return (sky + box)[:, None].expand(-1, 3)
 
 
@@ -271,11 +283,11 @@ def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
         to = pos[None] - p
         dist = to.norm(dim=-1, keepdim=True)
         ldir = to / dist
-        lam = (n * ldir).sum(-1, keepdim=True).clamp_min(0)
+        lam = _dot(n.T, ldir.T)[:, None].clamp_min(0)
         vis = (~in_shadow(p + n * 1e-3, pos, g)).float()[:, None] if shadows else torch.ones_like(lam)
         hv = ldir + view
         hv = hv / hv.norm(dim=-1, keepdim=True).clamp_min(1e-9)
-        nh = (n * hv).sum(-1, keepdim=True).clamp_min(0)
+        nh = _dot(n.T, hv.T)[:, None].clamp_min(0)
         spec = torch.where(metal, 1.2 * nh ** 80 + 0.5 * nh ** 16, 0.06 * nh ** 12)
         out = out + vis * inten * (albedo * lam * torch.where(metal, 0.15, 1.0) + spec * (lam > 0))
     return out
@@ -286,13 +298,18 @@ def picture(scene: Scene3D, px: int = 64) -> np.ndarray:
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return render(scene, px)[0]
+        return shaded(scene, px)
     finally:
         torch.set_num_threads(before)
 
 
 def render(scene: Scene3D, px: int = 64, supersample: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """(RGB uint8 [px, px, 3], instance map int [px, px]: object index + 1, 0 for floor and sky)."""
+    return shaded(scene, px, supersample), instances(scene, px)
+
+
+def shaded(scene: Scene3D, px: int = 64, supersample: int = 2) -> np.ndarray:
+    """The RGB picture alone, uint8 [px, px, 3] (`supersample`^2 rays a pixel, averaged)."""
     g = _objects(scene)
     fwd, right, up = (v.float() for v in scene.camera.basis())
     s = px * supersample
@@ -306,8 +323,7 @@ def render(scene: Scene3D, px: int = 64, supersample: int = 2) -> tuple[np.ndarr
     key = lights[0][0] / lights[0][0].norm()
     rgb = _radiance(o, d, g, scene, lights, key, bounce=True)
     img = rgb.reshape(px, supersample, px, supersample, 3).mean((1, 3))
-    img = (img.clamp(0, 1) ** (1 / 2.2) * 255).round().to(torch.uint8).numpy()
-    return img, instances(scene, px)
+    return (img.clamp(0, 1) ** (1 / 2.2) * 255).round().to(torch.uint8).numpy()
 
 
 def instances(scene: Scene3D, px: int) -> np.ndarray:
@@ -353,7 +369,7 @@ def _radiance(o, d, g, scene, lights, key, bounce: bool) -> torch.Tensor:
             m = metal[:, 0]
             dm = d[obj][m]
             nm = no[m]
-            r = dm - 2 * (dm * nm).sum(-1, keepdim=True) * nm
+            r = dm - 2 * _dot(dm.T, nm.T)[:, None] * nm
             refl = _radiance(po[m] + nm * 1e-3, r, g, scene, lights, key, bounce=False)
             c[m] = c[m] + 1.1 * cols[idx][m] ** 0.75 * refl  # metal tints what it mirrors
         out[obj] = c

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, render
+from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, shaded
 
 SHAPES3D = ("cube", "sphere", "cylinder")
 MATERIALS3D = ("rubber", "metal")
@@ -67,5 +67,5 @@ def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64, draw: bool
         inst = instances(scene, px)
         counts = np.bincount(inst.ravel(), minlength=len(objs) + 1)[1:]
         if (counts >= min_visible(px)).all():
-            return scene, render(scene, px)[0] if draw else None, inst
+            return scene, shaded(scene, px) if draw else None, inst
     raise RuntimeError(f"no placement of {len(attrs)} objects keeps each visible in {TRIES} tries")
