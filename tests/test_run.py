@@ -21,7 +21,7 @@ tiny = "{tiny}"
 builtin = "builtin"
 [benchmarks]
 ctrl = "ctrl:{bench}"
-retrieval = "ctrl-retrieval:40"
+retrieval = "ctrl-retrieval@flat:40"
 [protocols]
 global = "global"
 sgi = "sgi"

@@ -457,13 +457,16 @@ def test_negatives_keep_articles_in_agreement():
 
 
 def test_export_writes_a_folder_plain_open_clip_loads(tmp_path, capsys):
+    """A model without unbag's convolutional stem exports to a folder plain open_clip builds."""
     import open_clip
     import torch
     from unbag import load_model
-    code, out, _ = _run(["export", "builtin", "--out", str(tmp_path / "oc")], capsys)
+    torch.manual_seed(0)
+    load_model("open_clip:unbag-tiny@random", "cpu").save(tmp_path / "tiny")
+    code, out, _ = _run(["export", str(tmp_path / "tiny"), "--out", str(tmp_path / "oc")], capsys)
     assert code == 0 and "local-dir" in out
     plain, _, _ = open_clip.create_model_and_transforms(f"local-dir:{tmp_path / 'oc'}")
-    ours = load_model("builtin", "cpu")
+    ours = load_model(str(tmp_path / "tiny"), "cpu")
     ids = ours.tokenize(["a red cube", "two large metal spheres"])
     pixels = torch.rand(2, 3, *ours.image_size)
     with torch.no_grad():
@@ -471,6 +474,26 @@ def test_export_writes_a_folder_plain_open_clip_loads(tmp_path, capsys):
         # the same weights; the image pass may differ in the last float bits between two model objects
         assert torch.allclose(plain.encode_image(pixels), ours.model.encode_image(pixels), atol=1e-5, rtol=0)
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), ours.model.state_dict().values()))
+
+
+def test_export_unpacks_the_builtin_model(tmp_path, capsys):
+    """The built-in model's packed weights, written unpacked: the folder loads back as the same model
+    (plain open_clip builds it too when the model has no convolutional stem, the test above)."""
+    import json
+
+    import torch
+    from unbag import load_model
+    from unbag.models import stem
+    code, out, _ = _run(["export", "builtin", "--out", str(tmp_path / "oc")], capsys)
+    assert code == 0
+    has_stem = stem.KEY in json.loads((tmp_path / "oc" / "open_clip_config.json").read_text())["model_cfg"]
+    assert ("cannot build its convolutional stem" in out) == has_stem
+    back, ours = load_model(str(tmp_path / "oc"), "cpu"), load_model("builtin", "cpu")
+    assert list(back.model.state_dict()) == list(ours.model.state_dict())
+    assert all(torch.equal(a, b) for a, b in zip(back.model.state_dict().values(), ours.model.state_dict().values()))
+    ids = ours.tokenize(["a red cube", "two large metal spheres"])
+    with torch.no_grad():
+        assert torch.equal(back.model.encode_text(ids), ours.model.encode_text(ids))
 
 
 def test_quiet_hides_the_hub_and_transformers_bars(tmp_path, build_hf, capsys, monkeypatch):

@@ -1,9 +1,9 @@
 """Every shipped model and head scores ctrl as when it was shipped (to float32 rounding).
 
 The reference scores (tests/fixtures/shipped_scores.safetensors) were recorded when the weights were
-reshipped (2026-12-01, the built-in model after its siblings runs), with `python tests/models/test_shipped_scores.py runs/reship/siblings2`
-(the TFLocal-LI heads' scores re-recorded when they became calibrated, same day, with `--only
-head:builtin:tflocal-li`):
+reshipped on the 3D world (2026-12-03, `scripts/ship3d.py`), on the 3D ctrl (the default world),
+with `python tests/models/test_shipped_scores.py runs/reship3d/conv-more` (`scripts/reship3d.sh`'s
+run of the built-in model):
 `builtin` under global cosine from the dense fp32 model the training run wrote (so the test also
 checks that packing it, src/unbag/models/overlay.py, changed no score), everything else from the
 shipped files (a guard against any change in loading, overlays or heads). The weights' SHA-1s are

@@ -50,13 +50,15 @@ def _item3d(sw, images: list[bytes]) -> Item:
 
 
 def generated3d(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64,
-                procs: int = 1) -> Benchmark:
-    """The 3D ctrl benchmark rendered in memory (the pixels of `unbag world build --style 3d`)."""
+                procs: int = 1, categories: list[str] | None = None) -> Benchmark:
+    """The 3D ctrl benchmark rendered in memory (the pixels of `unbag world build --style 3d`; of
+    some `categories` only, when given)."""
     from ..world.io import items3d
     from ..world.render3d import RENDER_VERSION as RENDER3D
     from ..world.swap3d import CATEGORIES as CATS3D
 
-    items = [_item3d(sw, images) for sw, images, _ in items3d(seed, per_category, px, list(CATS3D), procs)]
+    cats = list(CATS3D) if categories is None else [c for c in CATS3D if c in categories]
+    items = [_item3d(sw, images) for sw, images, _ in items3d(seed, per_category, px, cats, procs)]
     return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
                      info={"seed": seed, "per_category": per_category, "size": px, "render": RENDER3D, "style": "3d",
                            "source": "generated"}, sgi=dict(SGI_3D))

@@ -147,7 +147,9 @@ class Backend(ABC):
 
         The fast path for rendered images; equals `preprocess` when no resize is needed.
         """
-        x = images.permute(0, 3, 1, 2).float().div_(255)
+        # made contiguous first: a channels-last view would send convolutions down another kernel
+        # whose sums round differently, and the same picture must score the same from a file
+        x = images.permute(0, 3, 1, 2).contiguous().float().div_(255)
         mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
         std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
         return (x - mean) / std

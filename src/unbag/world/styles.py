@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import UnbagError
 
 STYLES = ("flat", "3d")
-DEFAULT = "flat"
+DEFAULT = "3d"
 
 
 def resolve(style: str | None) -> str:
