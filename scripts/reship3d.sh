@@ -21,6 +21,7 @@
 #      overlays on a pool of `world3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
 #      on each of the five models, everything measured on the 3D ctrl.
 #   8. stage 4's recipe on a ViT whose stem is conv + max-pool blocks (`unbag-tiny-pool`), measured.
+#   9. stage 8 continued as stage 6 continued stage 4 (1,500 steps), measured.
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 # Stage 7's heads in two lanes of one thread each, as scripts/reship.sh ran the flat heads (each
@@ -120,15 +121,16 @@ train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tfregions --steps 1000
 #    more steps on the same pool without dropout, so that what dropout does is told apart from what
 #    more training does. SGI's `tokens` mode encodes a region from only the patch tokens it covers;
 #    a model that never saw a subset of its tokens reads them poorly (stage 4: `ctrl3d-sgi-tokens`).
-more() {  # STAGE DROPOUT: stage 4 continued
+more() {  # STAGE DROPOUT [BASE]: stage 4 (or the staged model BASE) continued
+  local base=${3:-builtin-conv}
   if [ ! -f "$S/$1/weights.safetensors" ]; then
-    [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method clip-dense --model "$S/builtin-conv" \
+    [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method clip-dense --model "$S/$base" \
         --data "pool:$R/pool-pretraining" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed 6 \
         --patch-dropout "$2" --vocabulary 3d --out "$R/$1" --quiet $( [ -f "$R/$1/ckpt/trainer.pt" ] && echo --resume )
     mkdir -p "$S/$1"
     cp "$R/$1/log.jsonl" "$S/$1/log.jsonl"
     cp "$R/$1/config.json" "$S/$1/train_config.json"
-    $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/$1', '$S/builtin-conv', 0, '$S/$1')"
+    $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/$1', '$S/$base', 0, '$S/$1')"
   fi
   measure "$1"
 }
@@ -174,3 +176,6 @@ done
 #    (bench/shape_capacity3d.py), and shape is what counts and material still miss; stage 4's recipe.
 #    Not in a lane of stage 7's heads (MODELS set): two lanes would train the same run.
 [ -n "${MODELS:-}" ] || pretrain builtin-pool unbag-tiny-pool
+# 9. stage 8 continued as stage 6's control continued stage 4 (1,500 steps, lr 3e-4): the candidate
+#    for stage 7 again and a reship
+[ -n "${MODELS:-}" ] || more pool-more 0 builtin-pool
