@@ -193,8 +193,7 @@ def intersect(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> t
         cols = (g["kind"] == kind).nonzero()[:, 0]
         if not len(cols):
             continue
-        rel = oc - g["c"][cols].T[:, None, :]  # [3, R, n]
-        dd = dc
+        rel, dd = oc - g["c"][cols].T[:, None, :], dc  # [3, R, n], [3, R, 1]
         h = g["h"][cols][None]
         if kind == 0:
             out[:, cols] = _t_sphere(rel, dd, h, inf)
@@ -272,7 +271,8 @@ def environment(d: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     # a top face mirrors about the camera's own elevation (CLEVR's: sin 0.44), so a band of light
     # there lights metal tops with a gradient across them; a second, dimmer band at the horizon
     sky = 0.06 + 1.4 * torch.exp(-((elev - 0.42) ** 2) / 0.006) + 0.5 * torch.exp(-((elev - 0.1) ** 2) / 0.01)
-    box = 3.0 * torch.exp(-_dot((d - key).T, (d - key).T) / 0.03)
+    away = (d - key).T
+    box = 3.0 * torch.exp(-_dot(away, away) / 0.03)
     return (sky + box)[:, None].expand(-1, 3)
 
 
