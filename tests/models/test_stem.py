@@ -27,7 +27,17 @@ def test_the_pool_stem_looks_at_full_resolution_before_each_halving():
     layers = list(stem.pool_stem(64, 8))
     convs = [m for m in layers if isinstance(m, torch.nn.Conv2d)]
     assert [c.stride for c in convs[:3]] == [(1, 1)] * 3 and [c.out_channels for c in convs] == [16, 32, 64, 64]
-    assert sum(isinstance(m, torch.nn.MaxPool2d) for m in layers) == 3
+    assert sum(isinstance(m, stem.MaxPool2x2) for m in layers) == 3
+
+
+@pytest.mark.parametrize("side", [(8, 8), (6, 10), (7, 9)])
+def test_the_pool_stems_max_pool_is_torchs_bit_for_bit(side):
+    x = torch.randn(2, 3, *side, dtype=torch.float64, requires_grad=True)
+    x.data[0, 0, :2, :2] = 1.0  # a tie inside one window
+    ours, theirs = stem.MaxPool2x2()(x), torch.nn.MaxPool2d(2)(x)
+    assert ours.shape == theirs.shape and torch.equal(ours, theirs)
+    ours.sum().backward()
+    assert x.grad.sum() == ours.numel()  # each window passes its gradient on once
 
 
 @pytest.mark.parametrize("kind", list(stem.STEMS))
