@@ -21,7 +21,7 @@
 #      overlays on a pool of `world3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
 #      on each of the five models, everything measured on the 3D ctrl.
 #   8. stage 4's recipe on a ViT whose stem is conv + max-pool blocks (`unbag-tiny-pool`), measured.
-#   9. stage 8 continued as stage 6 continued stage 4 (1,500 steps), measured.
+#   (stage 8's model was not continued nor shipped: docs/experiments/2026-12-04-count3d.md.)
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 # Stage 7's heads in two lanes of one thread each, as scripts/reship.sh ran the flat heads (each
@@ -176,6 +176,3 @@ done
 #    (bench/shape_capacity3d.py), and shape is what counts and material still miss; stage 4's recipe.
 #    Not in a lane of stage 7's heads (MODELS set): two lanes would train the same run.
 [ -n "${MODELS:-}" ] || pretrain builtin-pool unbag-tiny-pool
-# 9. stage 8 continued as stage 6's control continued stage 4 (1,500 steps, lr 3e-4): the candidate
-#    for stage 7 again and a reship
-[ -n "${MODELS:-}" ] || more pool-more 0 builtin-pool
