@@ -90,7 +90,8 @@ STEMS = {"-conv": conv_stem, "-poolstem": pool_stem, "-deeppool": deep_pool_stem
 
 
 def tower(name: str, px: int) -> nn.Module:
-    """`cnn`, or an open_clip ViT `vit-pP-wW-lL` (head width 32, as the built-in model's), with a
+    """`cnn`, or an open_clip ViT `vit-pP-wW-lL[-avg]` (head width 32, as the built-in model's; `-avg`:
+    the mean of the patch tokens in place of the class token, which `-l0` needs), with a
     stem in place of its patch embedding when the name ends in one of STEMS: `-conv`, unbag's
     convolutional stem (stride-2 convolutions); `-poolstem`, its `pool` stem (the CNN's blocks);
     `-deeppool`, that stem with the CNN's fourth block."""
@@ -98,9 +99,11 @@ def tower(name: str, px: int) -> nn.Module:
         return CNN()
     from open_clip.transformer import VisionTransformer
     suffix = next((k for k in STEMS if name.endswith(k)), "")
-    p, w, l = (int(s[1:]) for s in name.removesuffix(suffix).split("-")[1:])
+    parts = name.removesuffix(suffix).split("-")[1:]
+    pool = "avg" if parts[-1] == "avg" else "tok"
+    p, w, l = (int(s[1:]) for s in parts[:3])
     m = VisionTransformer(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0,
-                          output_dim=w)
+                          output_dim=w, pool_type=pool)
     if suffix:
         m.conv1 = STEMS[suffix](w, p)
     m.out_dim = w
