@@ -1,6 +1,5 @@
 """The shipped built-in model: loads offline, and SGI beats global scoring with it."""
 import dataclasses
-import io
 import json
 
 import numpy as np
@@ -98,8 +97,7 @@ def test_geometry_decides_relations_on_photo_sized_pictures_from_free_text():
     b = models.load("builtin")
     items = []
     for it in _ctrl3d(11, 12, ("relation",)).items:
-        images = [np.asarray(Image.open(io.BytesIO(png)).convert("RGB").resize((128, 128), Image.Resampling.NEAREST))
-                  for png in it.images]
+        images = [np.asarray(Image.fromarray(pic).resize((128, 128), Image.Resampling.NEAREST)) for pic in it.images]
         objects = [[{**o, "box": [2 * v for v in o["box"]]} for o in objs] for objs in it.meta["objects"]]
         items.append(dataclasses.replace(it, images=images, meta={"objects": objects}))
     bench = Benchmark("photo-relations", "photo-relations", items)

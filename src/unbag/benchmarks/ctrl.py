@@ -4,13 +4,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import UnbagError, where
 from ..utils import read_json
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
 from ..world.styles import render_version, resolve
 from ..world.swap import CATEGORIES, SPLITS
-from .base import Benchmark, Item
+from .base import Benchmark, Item, load_image
 
 DEFAULT_PER_CATEGORY = 400
 
@@ -42,10 +44,13 @@ SGI_3D = {"regions": "objects", "fill": "rows", "counts": "fit", "phases": 1}
 
 
 def _item3d(sw, images: list[bytes]) -> Item:
-    """The benchmark item of a 3D SWAP item and its two rendered pictures (PNG bytes)."""
+    """The benchmark item of a 3D SWAP item and its two rendered pictures (PNG bytes, held decoded:
+    every protocol reads arrays at the model's size directly, where PNG bytes were decoded and
+    preprocessed again by each cell of a plan)."""
     from ..world.io import item3d_record
     rec = item3d_record(sw, [], [])
-    return Item(id=sw.id, images=images, captions=sw.captions, group={"split": sw.split, "category": sw.category},
+    pictures = [np.asarray(load_image(b, sw.id)) for b in images]
+    return Item(id=sw.id, images=pictures, captions=sw.captions, group={"split": sw.split, "category": sw.category},
                 meta={k: rec[k] for k in ("segments", "objects", "held_out", "scenes")})
 
 
