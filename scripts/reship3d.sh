@@ -21,11 +21,12 @@
 #      overlays on a pool of `world3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
 #      on each of the five models, everything measured on the 3D ctrl.
 #   8. stage 4's recipe on a ViT whose stem is conv + max-pool blocks (`unbag-tiny-pool`), measured.
-#   (stage 8's model was not continued nor shipped: docs/experiments/2026-12-04-count3d.md.)
+#   9. stage 7 on stage 8's model (not continued first, as stage 6 continued stage 4;
+#      docs/experiments/2026-12-04-count3d.md).
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
-# Stage 7's heads in two lanes of one thread each, as scripts/reship.sh ran the flat heads (each
-# lane skips what is done and trains only its models' heads):
+# Stage 7's (and 9's) heads in two lanes of one thread each, once the overlays are staged, as
+# scripts/reship.sh ran the flat heads (each lane skips what is done and trains only its models' heads):
 #   MODELS="pretrained ft negclip" OMP_NUM_THREADS=1 bash scripts/reship3d.sh &
 #   MODELS="degla clic" OMP_NUM_THREADS=1 bash scripts/reship3d.sh &
 set -euo pipefail
@@ -80,12 +81,13 @@ fi
 measure siblings
 
 # 3. heads on frozen features of the stage-2 model
-f="$R/feat-siblings"
-[ -f "$f/index.json" ] || $U features --model "$S/siblings" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
-train_head() {  # MODEL FEATURES HEADS_DIR KIND ARGS...: train the head on the model's features once,
-               # measure it on the 3D ctrl
+train_head() {  # MODEL FEATURES HEADS_DIR KIND ARGS...: train the head on the model's features once
+               # (extracted first, when a head still needs them), measure it on the 3D ctrl
   local m=$1 f=$2 h=$3 k=$4; shift 4
-  [ -f "$h/$k/head.json" ] || $U train --method "$k" --model "$m" --data "$f" "$@" --out "$h/$k" --quiet
+  if [ ! -f "$h/$k/head.json" ]; then
+    [ -f "$f/index.json" ] || $U features --model "$m" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
+    $U train --method "$k" --model "$m" --data "$f" "$@" --out "$h/$k" --quiet
+  fi
   [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$m" --bench "ctrl:$R/ctrl3d" --protocol "head:$h/$k" \
       --out "$R/${h//\//-}-$k.json" --quiet && cp "$R/${h//\//-}-$k.json" "$h/$k-ctrl3d.json"; }
 }
@@ -95,9 +97,9 @@ train_head "$S/siblings" "$R/feat-siblings" "$S/heads" tflocal-li --text phrases
 # 4. the built-in model with a convolutional stem (src/unbag/models/stem.py): stage 1's recipe and
 #    pool, the tower's patch embedding the only change (bench/shape_capacity3d.py: trained alone on
 #    single objects, a ViT reads shape at 55% with patch embedding, 83% with the stem)
-pool pretraining 40960 0
 pretrain() {  # STAGE CONFIG: stage 1's recipe and pool on the open_clip config CONFIG from random weights
   if [ ! -f "$S/$1/weights.safetensors" ]; then
+    pool pretraining 40960 0
     [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method clip-dense \
         --model "open_clip:$2@random" --data "pool:$R/pool-pretraining" --steps 3000 --batch-size 128 \
         --lr 1e-3 --warmup 100 --seed 0 --vocabulary 3d --out "$R/$1" --quiet \
@@ -113,7 +115,6 @@ pretrain builtin-conv unbag-tiny-conv
 
 # 5. heads on the stage-4 model, as stage 3 trains them on stage 2's
 f="$R/feat-builtin-conv"
-[ -f "$f/index.json" ] || $U features --model "$S/builtin-conv" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
 train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
 train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tfregions --steps 1000 --lr 3e-4
 
@@ -124,6 +125,7 @@ train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tfregions --steps 1000
 more() {  # STAGE DROPOUT [BASE]: stage 4 (or the staged model BASE) continued
   local base=${3:-builtin-conv}
   if [ ! -f "$S/$1/weights.safetensors" ]; then
+    pool pretraining 40960 0
     [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method clip-dense --model "$S/$base" \
         --data "pool:$R/pool-pretraining" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed 6 \
         --patch-dropout "$2" --vocabulary 3d --out "$R/$1" --quiet $( [ -f "$R/$1/ckpt/trainer.pt" ] && echo --resume )
@@ -137,15 +139,15 @@ more() {  # STAGE DROPOUT [BASE]: stage 4 (or the staged model BASE) continued
 more conv-dropout 0.5
 more conv-more 0
 
-# 7. everything trained from the built-in model, on the one chosen by stage 6's measurements
-B=conv-more  # stage 6: SGI 71.4 / 82.2, global 13.2 / 27.0 (stage 4: 69.4 / 81.0, 10.4 / 26.0; today's defaults)
-pool finetuning 20480 0
+# 7. everything trained from a built-in model B (stage 6's choice first; stage 9 calls it again)
 overlay() {  # METHOD ARGS...: an overlay of B trained on the fine-tuning pool (scripts/reship.sh's recipe)
   local m=$1; shift
-  [ -f "$R/$B-$m/model/open_clip_config.json" ] || $U train --method "$m" --model "$S/$B" \
-      --data "pool:$R/pool-finetuning" --seed 2 --out "$R/$B-$m" --quiet "$@" \
-      $( [ -f "$R/$B-$m/ckpt/trainer.pt" ] && echo --resume )
-  [ -f "$S/$B/methods/$m/overlay.json" ] || $PY - "$R/$B-$m" "$S/$B" "$S/$B/methods/$m" "$m" <<'PYEOF'
+  if [ ! -f "$S/$B/methods/$m/overlay.json" ]; then
+    pool finetuning 20480 0
+    [ -f "$R/$B-$m/model/open_clip_config.json" ] || $U train --method "$m" --model "$S/$B" \
+        --data "pool:$R/pool-finetuning" --seed 2 --out "$R/$B-$m" --quiet "$@" \
+        $( [ -f "$R/$B-$m/ckpt/trainer.pt" ] && echo --resume )
+    $PY - "$R/$B-$m" "$S/$B" "$S/$B/methods/$m" "$m" <<'PYEOF'
 import json, shutil, sys
 from unbag.models.overlay import save_overlay
 from unbag.utils import versions
@@ -154,25 +156,33 @@ meta = json.loads(open(f"{run}/model/open_clip_config.json").read())["unbag"]
 out = save_overlay(f"{run}/model", base, dest, {"method": method, **meta, "versions": versions()})
 shutil.copy(f"{run}/log.jsonl", out / "log.jsonl")
 PYEOF
+  fi
   measure "$B/methods/$m" global sgi
 }
-overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl3d-id --ckpt-every 100
-overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
-overlay clic --steps 600 --batch-size 128 --lr 1e-4
-overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
-for m in ${MODELS:-pretrained ft negclip clic degla}; do
-  spec="$S/$B"; [ "$m" != pretrained ] && spec="$S/$B/methods/$m"
-  f="$R/feat-$B-$m"
-  [ -f "$f/index.json" ] || $U features --model "$spec" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
-  h="$S/$B/heads/$m"
-  train_head "$spec" "$f" "$h" tfregions --steps 1000 --lr 3e-4
-  train_head "$spec" "$f" "$h" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
-  train_head "$spec" "$f" "$h" tflocal --text phrases --layers 2 --steps 1500
-  train_head "$spec" "$f" "$h" tfglobal --text phrases --steps 1000
-done
+everything_from() {  # B: the four overlays of B, then the four heads on each of the five models
+  B=$1
+  overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl3d-id --ckpt-every 100
+  overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
+  overlay clic --steps 600 --batch-size 128 --lr 1e-4
+  overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
+  local m spec h
+  for m in ${MODELS:-pretrained ft negclip clic degla}; do
+    spec="$S/$B"; [ "$m" != pretrained ] && spec="$S/$B/methods/$m"
+    h="$S/$B/heads/$m"
+    train_head "$spec" "$R/feat-$B-$m" "$h" tfregions --steps 1000 --lr 3e-4
+    train_head "$spec" "$R/feat-$B-$m" "$h" tflocal-li --text phrases --steps 1000 --lr 1e-4 --calibrate
+    train_head "$spec" "$R/feat-$B-$m" "$h" tflocal --text phrases --layers 2 --steps 1500
+    train_head "$spec" "$R/feat-$B-$m" "$h" tfglobal --text phrases --steps 1000
+  done
+}
+everything_from conv-more  # stage 6: SGI 71.4 / 82.2, global 13.2 / 27.0 (stage 4: 69.4 / 81.0, 10.4 / 26.0)
 
 # 8. the built-in model with a stem of conv + max-pool blocks (`unbag-tiny-pool`, models/stem.py):
 #    trained alone on single objects it reads shape at 90.9%, the shipped conv stem at 82.7%
 #    (bench/shape_capacity3d.py), and shape is what counts and material still miss; stage 4's recipe.
 #    Not in a lane of stage 7's heads (MODELS set): two lanes would train the same run.
 [ -n "${MODELS:-}" ] || pretrain builtin-pool unbag-tiny-pool
+# 9. stage 7 on stage 8's model: at the demo's size it reads SGI OOD 91.8 / 98.5 / 91.0 / 58.2 /
+#    92.5 against the shipped 89.5 / 98.5 / 85.8 / 56.7 / 90.8, for 1.6x the paper's SGI time
+#    (docs/experiments/2026-12-04-count3d.md); a reship if the demo still fits its 10 minutes
+everything_from builtin-pool
