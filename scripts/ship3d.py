@@ -1,16 +1,17 @@
-"""Ship what scripts/reship3d.sh staged: the 3D built-in model (stage 6's choice, `B` there), its
-method overlays and every head, into src/unbag/weights.
+"""Ship what scripts/reship3d.sh staged: a 3D built-in model (`B` of its stage 7, today stage 9's
+`builtin-pool`), its method overlays and every head, into src/unbag/weights.
 
-The staged files name their model by its staged path (`reship/3d/conv-more`); shipped, the model
+The staged files name their model by its staged path (`reship/3d/builtin-pool`); shipped, the model
 is `builtin`, so each overlay's `base` and each head's `backbone` are rewritten to the shipped
 names, the staged one kept beside it (`staged_as`). Heads check their backbone by a hash of its
 weights, which shipping does not change: the script loads every shipped model and checks it.
-The stage-4 run the model continued (`builtin-conv`) ships its log and config too, and the staged
-TRAINING.md and the methods' and heads' READMEs (written with what they describe) become the
-shipped ones. Every staged file is checked before anything is written; the new weights folder is
+A model that continued an earlier staged run (`conv-more` continued stage 4's `builtin-conv`) ships
+that run's log and config too (`--stem`), and the staged TRAINING.md and the methods' and heads'
+READMEs (written with what they describe) become the shipped ones. Every staged file is checked before anything is written; the new weights folder is
 built beside the old one and swapped in whole.
 
-    .venv/bin/python scripts/ship3d.py [--staged reship/3d/conv-more]
+    .venv/bin/python scripts/ship3d.py [--staged reship/3d/builtin-pool]
+    .venv/bin/python scripts/ship3d.py --staged reship/3d/conv-more --stem reship/3d/builtin-conv
 """
 from __future__ import annotations
 
@@ -27,17 +28,18 @@ MODELS = ("pretrained",) + METHODS
 KINDS = ("tfregions", "tflocal-li", "tflocal", "tfglobal")
 
 
-def plan(staged: Path, stem: Path) -> dict[str, tuple[Path, dict | None]]:
+def plan(staged: Path, stem: Path | None) -> dict[str, tuple[Path, dict | None]]:
     """Shipped path -> (staged file, JSON fields to rewrite or None)."""
     out = {"builtin/weights.safetensors": (staged / "weights.safetensors", None),
            "builtin/open_clip_config.json": (staged / "open_clip_config.json", None),
            "builtin/log.jsonl": (staged / "log.jsonl", None),
            "builtin/train_config.json": (staged / "train_config.json", None),
-           "builtin/log-stage4.jsonl": (stem / "log.jsonl", None),
-           "builtin/train_config-stage4.json": (stem / "train_config.json", None),
            "builtin/TRAINING.md": (staged / "TRAINING.md", None),
            "methods/README.md": (staged / "methods" / "README.md", None),
            "heads/README.md": (staged / "heads" / "README.md", None)}
+    if stem is not None:
+        out["builtin/log-stage4.jsonl"] = (stem / "log.jsonl", None)
+        out["builtin/train_config-stage4.json"] = (stem / "train_config.json", None)
     for m in METHODS:
         src = staged / "methods" / m
         out[f"methods/{m}/weights.safetensors"] = (src / "weights.safetensors", None)
@@ -54,9 +56,10 @@ def plan(staged: Path, stem: Path) -> dict[str, tuple[Path, dict | None]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--staged", type=Path, default=ROOT / "reship" / "3d" / "conv-more")
-    p.add_argument("--stem", type=Path, default=ROOT / "reship" / "3d" / "builtin-conv",
-                   help="the stage-4 model the staged one continued (its log and config ship too)")
+    p.add_argument("--staged", type=Path, default=ROOT / "reship" / "3d" / "builtin-pool")
+    p.add_argument("--stem", type=Path, default=None,
+                   help="the staged run the model continued, if any (its log and config ship too, "
+                        "as log-stage4.jsonl and train_config-stage4.json)")
     a = p.parse_args()
     files = plan(a.staged, a.stem)
     missing = [str(src) for src, _ in files.values() if not src.is_file()]
