@@ -1,13 +1,14 @@
 """Every shipped model and head scores ctrl as when it was shipped (to float32 rounding).
 
 The reference scores (tests/fixtures/shipped_scores.safetensors) were recorded when the weights were
-reshipped on the 3D world (2026-12-03, `scripts/ship3d.py`), on the 3D ctrl (the default world),
-with `python tests/models/test_shipped_scores.py runs/reship3d/conv-more` (`scripts/reship3d.sh`'s
-run of the built-in model):
-`builtin` under global cosine from the dense fp32 model the training run wrote (so the test also
-checks that packing it, src/unbag/models/overlay.py, changed no score), everything else from the
-shipped files (a guard against any change in loading, overlays or heads). The weights' SHA-1s are
-in the fixture's metadata.
+reshipped with the pool-stem built-in model (2026-12-04, `scripts/ship3d.py`), on the 3D ctrl (the
+default world), with `python tests/models/test_shipped_scores.py`: every score from the shipped
+files, a guard against any change in loading, overlays or heads. Given the built-in model's
+training run (`... test_shipped_scores.py RUN_DIR`, as at the reship of 2026-12-03), `builtin`'s
+global cosine is recorded from the dense fp32 model the run wrote instead, so the test also checks
+that packing it (src/unbag/models/overlay.py) changed no score; the pool-stem model's run folder
+was gone by its reship (tests/models/test_overlay.py checks packing on its own). The weights'
+SHA-1s, and whether the dense model was used, are in the fixture's metadata.
 """
 from __future__ import annotations
 
@@ -74,15 +75,16 @@ if __name__ == "__main__":  # record the reference: only when reshipping, given 
             tensors[f"{spec}|{sys.argv[2]}"] = shipped_scores(spec, (sys.argv[2],))[0][sys.argv[2]].contiguous()
         save_file(tensors, str(FIXTURE), metadata=meta)
         sys.exit(print(f"re-recorded {sys.argv[2]} in {FIXTURE}", file=sys.stderr))
-    if len(sys.argv) != 2:
-        sys.exit("usage: python tests/models/test_shipped_scores.py RUN_DIR  (the built-in model's training run)\n"
+    if len(sys.argv) > 2 or sys.argv[1:2] in (["-h"], ["--help"]):
+        sys.exit("usage: python tests/models/test_shipped_scores.py [RUN_DIR]  (the built-in model's training run, if kept)\n"
                  "       python tests/models/test_shipped_scores.py --only PROTOCOL  (re-record one protocol)")
     tensors, ids = {}, {}
     for spec in MODELS:
         scores, ids[spec] = shipped_scores(spec)
         tensors.update({f"{spec}|{p}": s.contiguous() for p, s in scores.items()})
-    dense, ids["builtin (dense)"] = shipped_scores("builtin", ("global",), f"{sys.argv[1]}/model")
-    tensors["builtin|global"] = dense["global"].contiguous()
+    if len(sys.argv) == 2:
+        dense, ids["builtin (dense)"] = shipped_scores("builtin", ("global",), f"{sys.argv[1]}/model")
+        tensors["builtin|global"] = dense["global"].contiguous()
     save_file(tensors, str(FIXTURE), metadata={"weights_sha1": json.dumps(ids), "versions": json.dumps(versions()),
-                                               "per_category": str(PER_CATEGORY)})
+                                               "per_category": str(PER_CATEGORY), "dense": str(len(sys.argv) == 2)})
     print(f"wrote {FIXTURE}: {len(tensors)} score tensors", file=sys.stderr)
