@@ -40,6 +40,25 @@ def test_the_pool_stems_max_pool_is_torchs_bit_for_bit(side):
     assert x.grad.sum() == ours.numel()  # each window passes its gradient on once
 
 
+def test_the_pool_stem_is_conv_norm_relu_pool_bit_for_bit():
+    torch.manual_seed(0)
+    net = stem.pool_stem(64, 8)
+    with torch.no_grad():  # a norm that flips some channels: ReLU must still commute with the pool
+        for m in net:
+            if isinstance(m, torch.nn.GroupNorm):
+                m.weight.normal_(), m.bias.normal_()
+    x = torch.randn(3, 3, 64, 64)
+    ref = x
+    for m in net:
+        if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (3, 3):
+            ref = m(ref)
+        elif isinstance(m, torch.nn.GroupNorm):
+            ref = torch.nn.MaxPool2d(2)(torch.relu(m(ref)))  # the textbook order
+        elif isinstance(m, torch.nn.Conv2d):
+            ref = m(ref)
+    assert torch.equal(net(x), ref)
+
+
 @pytest.mark.parametrize("kind", list(stem.STEMS))
 def test_the_config_key_replaces_the_patch_embedding_only(kind):
     oc = _open_clip()

@@ -67,7 +67,9 @@ def pool_stem(width: int, patch: int) -> nn.Sequential:
     layers, c = [], 3
     for i in range(steps):
         w = max(16, width >> (steps - 1 - i))
-        layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.GroupNorm(min(8, w), w), nn.ReLU(), MaxPool2x2()]
+        # ReLU after the pool: max and ReLU commute exactly (both monotone), and ReLU then reads a
+        # quarter of the values; the parameters keep their indices (ReLU and the pool have none)
+        layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.GroupNorm(min(8, w), w), MaxPool2x2(), nn.ReLU()]
         c = w
     return nn.Sequential(*layers, nn.Conv2d(c, width, 1))
 
