@@ -183,6 +183,7 @@ everything_from conv-more  # stage 6: SGI 71.4 / 82.2, global 13.2 / 27.0 (stage
 #    Not in a lane of stage 7's heads (MODELS set): two lanes would train the same run.
 [ -n "${MODELS:-}" ] || pretrain builtin-pool unbag-tiny-pool
 # 9. stage 7 on stage 8's model: at the demo's size it reads SGI OOD 91.8 / 98.5 / 91.0 / 58.2 /
-#    92.5 against the shipped 89.5 / 98.5 / 85.8 / 56.7 / 90.8, for 1.6x the paper's SGI time
-#    (docs/experiments/2026-12-04-count3d.md); a reship if the demo still fits its 10 minutes
+#    92.5 against stage 6's 89.5 / 98.5 / 85.8 / 56.7 / 90.8, for 1.6x the paper's SGI time
+#    (docs/experiments/2026-12-04-count3d.md); shipped 2026-12-04 (the demo in 593 s;
+#    docs/experiments/2026-12-04-reship-pool.md)
 everything_from builtin-pool
