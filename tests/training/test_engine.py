@@ -53,6 +53,22 @@ def test_a_checkpoint_of_an_older_layout_is_refused_by_name(tmp_path):
         Trainer(_cfg(steps=3), tmp_path).fit(resume=True, progress=False)
 
 
+def test_threads_hold_for_the_training_only(tmp_path, monkeypatch):
+    """cfg.threads is torch's thread count while training; the caller's count is back afterwards
+    (a test that trained on one thread used to leave the whole test session on one)."""
+    seen, step = [], Trainer._train_step
+
+    def spy(self, raw):
+        seen.append(torch.get_num_threads())
+        return step(self, raw)
+
+    monkeypatch.setattr(Trainer, "_train_step", spy)
+    before = torch.get_num_threads()
+    want = 1 if before != 1 else 2
+    Trainer(_cfg(steps=2, threads=want), tmp_path).fit(progress=False)
+    assert seen == [want, want] and torch.get_num_threads() == before
+
+
 @pytest.mark.slow
 def test_training_lowers_the_loss(tmp_path):
     Trainer(_cfg(steps=30, batch_size=24, ckpt_every=100), tmp_path).fit(progress=False)

@@ -189,7 +189,10 @@ def test_features_read_the_3d_stream_and_its_pool_as_the_trainer_does(pool, tmp_
     assert a.rows >= 6 and b.rows >= 20
     # stream samples 0..5 of seed 2 are in the pool (rendered from that stream), in the pool's order
     ga, gb = a.get("img_global", np.arange(6)).numpy(), b.get("img_global", np.arange(20)).numpy()
-    assert all(np.abs(gb - v).max(1).min() < 1e-5 for v in ga)
+    # the same picture in another batch: its unit embedding may move by ~3e-5 (at one torch thread
+    # the pool stem's convolution picks its algorithm by batch size); another picture is far off
+    gaps = [np.sort(np.abs(gb - v).max(1))[:2] for v in ga]
+    assert all(best < 1e-4 and second > 1e-2 for best, second in gaps), gaps
     with pytest.raises(UnbagError, match=r"data='world', seed=5 \(unbag features --data world --seed 5\)"):
         features(model, "world:5", tmp_path / "c", n=2)
 

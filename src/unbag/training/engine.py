@@ -132,8 +132,6 @@ class Trainer:
             raise UnbagError(f"batch size {cfg.batch_size} must divide into {self.world_size} processes "
                              f"x {cfg.accum} micro-batches")
         self.cfg, self.out = cfg, Path(out)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
         self.backend = models.load(cfg.model, device=device)
         self.model = self.backend.model
@@ -270,7 +268,17 @@ class Trainer:
         return loss_sum, float(gnorm), extra
 
     def fit(self, resume: bool = False, progress: bool = True, overwrite: bool = False) -> Path:
-        """Train to cfg.steps (continuing from out/ckpt with resume) and export out/model."""
+        """Train to cfg.steps (continuing from out/ckpt with resume) and export out/model, on
+        cfg.threads torch threads (torch's count is restored afterwards: a caller's process keeps its own)."""
+        before = torch.get_num_threads()
+        if self.cfg.threads:
+            torch.set_num_threads(self.cfg.threads)
+        try:
+            return self._fit(resume, progress, overwrite)
+        finally:
+            torch.set_num_threads(before)
+
+    def _fit(self, resume: bool, progress: bool, overwrite: bool) -> Path:
         cfg, lead = self.cfg, self.rank == 0
         if lead:  # one process checks and marks the folder; the others would see its temporary files
             check_run_out(self.out, resume, overwrite)
