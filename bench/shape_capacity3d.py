@@ -89,9 +89,22 @@ def deep_pool_stem(width: int, patch: int) -> nn.Sequential:
 STEMS = {"-conv": conv_stem, "-poolstem": pool_stem, "-deeppool": deep_pool_stem}
 
 
+def _max_pool_vit():
+    """open_clip's ViT whose pooled output is the maximum over its patch tokens (a CNN's global max
+    pool; a candidate, not in open_clip or unbag)."""
+    from open_clip.transformer import VisionTransformer
+
+    class MaxPoolViT(VisionTransformer):
+        def _global_pool(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x[:, 1:].amax(dim=1), x[:, 1:]
+
+    return MaxPoolViT
+
+
 def tower(name: str, px: int) -> nn.Module:
-    """`cnn`, or an open_clip ViT `vit-pP-wW-lL[-avg]` (head width 32, as the built-in model's; `-avg`:
-    the mean of the patch tokens in place of the class token, which `-l0` needs), with a
+    """`cnn`, or an open_clip ViT `vit-pP-wW-lL[-avg|-max]` (head width 32, as the built-in model's;
+    `-avg`: the mean of the patch tokens in place of the class token, which `-l0` needs; `-max`:
+    their maximum, as the CNN pools), with a
     stem in place of its patch embedding when the name ends in one of STEMS: `-conv`, unbag's
     convolutional stem (stride-2 convolutions); `-poolstem`, its `pool` stem (the CNN's blocks);
     `-deeppool`, that stem with the CNN's fourth block."""
@@ -100,10 +113,11 @@ def tower(name: str, px: int) -> nn.Module:
     from open_clip.transformer import VisionTransformer
     suffix = next((k for k in STEMS if name.endswith(k)), "")
     parts = name.removesuffix(suffix).split("-")[1:]
-    pool = "avg" if parts[-1] == "avg" else "tok"
+    pool = parts[-1] if parts[-1] in ("avg", "max") else "tok"
     p, w, l = (int(s[1:]) for s in parts[:3])
-    m = VisionTransformer(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0,
-                          output_dim=w, pool_type=pool)
+    cls = _max_pool_vit() if pool == "max" else VisionTransformer
+    m = cls(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0, output_dim=w,
+            pool_type="avg" if pool == "max" else pool)
     if suffix:
         m.conv1 = STEMS[suffix](w, p)
     m.out_dim = w

@@ -188,9 +188,10 @@ def _export(a: argparse.Namespace) -> None:
 
     out = export(a.model, a.out, device=a.device, overwrite=a.overwrite)
     cfg = out / "open_clip_config.json"
-    if cfg.is_file() and stem.KEY in json.loads(cfg.read_text())["model_cfg"]:
-        print(f"model written to {out} in open_clip's local-dir layout; plain open_clip cannot build its "
-              f"convolutional stem ({stem.KEY}): load it with unbag.load_model({str(out)!r})")
+    own = [k for k in stem.OWN_KEYS if cfg.is_file() and k in json.loads(cfg.read_text())["model_cfg"]]
+    if own:
+        print(f"model written to {out} in open_clip's local-dir layout; plain open_clip cannot build "
+              f"unbag's own tower ({', '.join(own)}): load it with unbag.load_model({str(out)!r})")
     else:
         print(f"model written to {out} (open_clip loads it as local-dir:DIR, transformers' folders with "
               "from_pretrained)")

@@ -105,5 +105,5 @@ def test_export_says_plain_open_clip_cannot_build_the_stem(tmp_path, capsys):
     torch.manual_seed(0)
     models.load(SPECS[0]).save(tmp_path / "m")
     assert main(["export", str(tmp_path / "m"), "--out", str(tmp_path / "oc")]) in (0, None)
-    assert "cannot build its convolutional stem" in capsys.readouterr().out
+    assert "cannot build unbag's own tower (unbag_stem)" in capsys.readouterr().out
     assert isinstance(models.load(str(tmp_path / "oc")).model.visual.conv1, torch.nn.Sequential)

@@ -74,7 +74,7 @@ class OpenCLIPBackend(Backend):
                              f"(see open_clip.list_models(); unbag adds: {sorted(self.own_configs())})")
         model_cfg = self._model_cfg(oc, name)
         try:
-            if stem.KEY in model_cfg:  # unbag's own tower: open_clip's factory does not know the key
+            if any(k in model_cfg for k in stem.OWN_KEYS):  # unbag's own tower: open_clip's factory does not know it
                 model, preprocess = self._with_stem(oc, name, model_cfg, pretrained, device, load_weights)
             else:
                 model, _, preprocess = oc.create_model_and_transforms(

@@ -26,6 +26,7 @@ import torch
 import torch.nn as nn
 
 from ..errors import UnbagError
+from . import token_pool
 
 KEY = "unbag_stem"
 
@@ -77,11 +78,18 @@ def pool_stem(width: int, patch: int) -> nn.Sequential:
 STEMS = {"conv": conv_stem, "pool": pool_stem}
 
 
+# the model-config keys of unbag's own towers: open_clip's factory knows neither
+OWN_KEYS = (KEY, token_pool.KEY)
+
+
 def build(oc, model_cfg: dict):
-    """open_clip's CLIP for model_cfg, with the stem it names (if any) in place of visual.conv1."""
+    """open_clip's CLIP for model_cfg, with the stem it names (if any) in place of visual.conv1
+    and the token pooling it names (if any, token_pool.py)."""
     cfg = dict(model_cfg)
-    stem = cfg.pop(KEY, None)
+    stem, pool = cfg.pop(KEY, None), cfg.pop(token_pool.KEY, None)
     model = oc.CLIP(**cfg)
+    if pool is not None:
+        token_pool.apply(model.visual, pool)
     if stem is None:
         return model
     if stem not in STEMS:
