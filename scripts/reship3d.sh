@@ -23,6 +23,8 @@
 #   8. stage 4's recipe on a ViT whose stem is conv + max-pool blocks (`unbag-tiny-pool`), measured.
 #   9. stage 7 on stage 8's model (not continued first, as stage 6 continued stage 4;
 #      docs/experiments/2026-12-04-count3d.md).
+#  10. stage 8's recipe with the image embedding the maximum of the patch tokens
+#      (`unbag-tiny-poolmax`), measured.
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 # Stage 7's (and 9's) heads in two lanes of one thread each, once the overlays are staged, as
@@ -187,3 +189,8 @@ everything_from conv-more  # stage 6: SGI 71.4 / 82.2, global 13.2 / 27.0 (stage
 #    (docs/experiments/2026-12-04-count3d.md); shipped 2026-12-04 (the demo in 593 s;
 #    docs/experiments/2026-12-04-reship-pool.md)
 everything_from builtin-pool
+# 10. stage 8 with the image embedding the maximum of the patch tokens (`unbag-tiny-poolmax`,
+#     models/token_pool.py): trained alone on single objects, that tower reads shape at 99.1% where
+#     stage 8's reads 91.1% through its class token (bench/shape_capacity3d.py,
+#     docs/experiments/2026-12-04-count3d.md), and shape is what counting misses; stage 4's recipe.
+[ -n "${MODELS:-}" ] || pretrain builtin-poolmax unbag-tiny-poolmax
