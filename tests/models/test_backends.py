@@ -6,7 +6,8 @@ from PIL import Image
 from unbag import models
 from unbag.errors import UnbagError
 
-SPECS = ["open_clip:unbag-tiny@random", "open_clip:unbag-tiny-conv@random"] + (["builtin"] if models.BUILTIN_WEIGHTS.exists() else [])
+SPECS = ["open_clip:unbag-tiny@random", "open_clip:unbag-tiny-conv@random", "open_clip:unbag-tiny-poolmax@random"] + (
+    ["builtin"] if models.BUILTIN_WEIGHTS.exists() else [])
 
 
 @pytest.fixture(scope="module", params=SPECS)

@@ -6,7 +6,8 @@ import torch
 from unbag import models
 
 
-@pytest.fixture(scope="module", params=["open_clip:unbag-tiny@random", "open_clip:unbag-tiny-conv@random", "builtin",
+@pytest.fixture(scope="module", params=["open_clip:unbag-tiny@random", "open_clip:unbag-tiny-conv@random",
+                                        "open_clip:unbag-tiny-poolmax@random", "builtin",
                                         "hf-clip", "hf-siglip"])
 def backend(request, tmp_path_factory, build_hf):
     spec = request.param
