@@ -193,4 +193,6 @@ everything_from builtin-pool
 #     models/token_pool.py): trained alone on single objects, that tower reads shape at 99.1% where
 #     stage 8's reads 91.1% through its class token (bench/shape_capacity3d.py,
 #     docs/experiments/2026-12-04-count3d.md), and shape is what counting misses; stage 4's recipe.
+#     Measured 2026-12-05: SGI 81.6 / 86.4 (stage 8: 81.8 / 86.8), count 58 / 55 (55 / 58), an
+#     object's shape read in scenes at 90.8% (90.0%): not shipped (docs/experiments/2026-12-03-builtin3d.md)
 [ -n "${MODELS:-}" ] || pretrain builtin-poolmax unbag-tiny-poolmax
