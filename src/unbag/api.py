@@ -211,7 +211,8 @@ def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None
     """Write `model` as a plain folder of its library: open_clip's local-dir layout
     (`open_clip.create_model_and_transforms("local-dir:OUT")`; the built-in model's packed weights
     unpacked) or a transformers folder; `unbag.load_model(OUT)` loads it back. A model with unbag's
-    convolutional stem (models/stem.py) is written in open_clip's layout, but only unbag builds it."""
+    convolutional stem or token pooling (models/stem.py, models/token_pool.py) is written in
+    open_clip's layout, but only unbag builds it."""
     check_out(out, "model", overwrite)
     return _backend(model, device).save(out, overwrite=overwrite)
 
