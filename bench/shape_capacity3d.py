@@ -29,6 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from unbag.models import token_pool
 from unbag.models.stem import conv_stem, pool_stem
 from unbag.world.render3d import CLEVR_COLORS, RENDER_VERSION, SCALE
 from unbag.world.scene3d import MATERIALS3D, SHAPES3D, place, random_object
@@ -89,18 +90,6 @@ def deep_pool_stem(width: int, patch: int) -> nn.Sequential:
 STEMS = {"-conv": conv_stem, "-poolstem": pool_stem, "-deeppool": deep_pool_stem}
 
 
-def _max_pool_vit():
-    """open_clip's ViT whose pooled output is the maximum over its patch tokens (a CNN's global max
-    pool; a candidate, not in open_clip or unbag)."""
-    from open_clip.transformer import VisionTransformer
-
-    class MaxPoolViT(VisionTransformer):
-        def _global_pool(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return x[:, 1:].amax(dim=1), x[:, 1:]
-
-    return MaxPoolViT
-
-
 def tower(name: str, px: int) -> nn.Module:
     """`cnn`, or an open_clip ViT `vit-pP-wW-lL[-avg|-max]` (head width 32, as the built-in model's;
     `-avg`: the mean of the patch tokens in place of the class token, which `-l0` needs; `-max`:
@@ -115,9 +104,10 @@ def tower(name: str, px: int) -> nn.Module:
     parts = name.removesuffix(suffix).split("-")[1:]
     pool = parts[-1] if parts[-1] in ("avg", "max") else "tok"
     p, w, l = (int(s[1:]) for s in parts[:3])
-    cls = _max_pool_vit() if pool == "max" else VisionTransformer
-    m = cls(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0, output_dim=w,
-            pool_type="avg" if pool == "max" else pool)
+    m = VisionTransformer(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0,
+                          output_dim=w, pool_type="tok" if pool == "max" else pool)
+    if pool == "max":
+        token_pool.apply(m, "max")  # unbag's `"unbag_pool": "max"`
     if suffix:
         m.conv1 = STEMS[suffix](w, p)
     m.out_dim = w

@@ -188,7 +188,8 @@ def _export(a: argparse.Namespace) -> None:
 
     out = export(a.model, a.out, device=a.device, overwrite=a.overwrite)
     cfg = out / "open_clip_config.json"
-    own = [k for k in stem.OWN_KEYS if cfg.is_file() and k in json.loads(cfg.read_text())["model_cfg"]]
+    model_cfg = json.loads(cfg.read_text())["model_cfg"] if cfg.is_file() else {}
+    own = [k for k in stem.OWN_KEYS if k in model_cfg]
     if own:
         print(f"model written to {out} in open_clip's local-dir layout; plain open_clip cannot build "
               f"unbag's own tower ({', '.join(own)}): load it with unbag.load_model({str(out)!r})")

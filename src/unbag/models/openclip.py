@@ -75,7 +75,7 @@ class OpenCLIPBackend(Backend):
         model_cfg = self._model_cfg(oc, name)
         try:
             if any(k in model_cfg for k in stem.OWN_KEYS):  # unbag's own tower: open_clip's factory does not know it
-                model, preprocess = self._with_stem(oc, name, model_cfg, pretrained, device, load_weights)
+                model, preprocess = self._own_tower(oc, name, model_cfg, pretrained, device, load_weights)
             else:
                 model, _, preprocess = oc.create_model_and_transforms(
                     name, pretrained=pretrained, device=device, load_weights=load_weights)
@@ -88,9 +88,9 @@ class OpenCLIPBackend(Backend):
         self._attach(model, preprocess, oc.get_tokenizer(name), model_cfg)
 
     @classmethod
-    def _with_stem(cls, oc, name: str, model_cfg: dict, pretrained: str | None, device, load_weights: bool):
-        """A model whose config names unbag's stem (stem.py), built here, with the weights open_clip
-        would load: the local-dir folder's file or `pretrained` as a path; none is random."""
+    def _own_tower(cls, oc, name: str, model_cfg: dict, pretrained: str | None, device, load_weights: bool):
+        """A model whose config names unbag's stem or token pooling (stem.py), built here, with the
+        weights open_clip would load: the local-dir folder's file or `pretrained` as a path; none is random."""
         preprocess_cfg = {}
         if name.startswith("local-dir:"):
             import json
