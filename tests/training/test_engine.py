@@ -114,10 +114,11 @@ def test_every_objective_declares_what_its_batches_hold(method):
     assert issubclass(obj, Objective) and isinstance(obj.needs, Needs) and obj.name == method and obj.defaults
     n = obj.needs
     it = batches("world", 0, 6, 64, 0, 2, 0, twins=n.twins, negatives=n.negatives,
-                 mode="concat" if n.concat else "pairs", typed=4 if n.typed else 0)
+                 mode="concat" if n.concat else "pairs", typed=4 if n.typed else 0, objects=n.objects)
     keys = set().union(*(set(next(it)) for _ in range(2)))  # CLIC alternates its two kinds of step
     assert ("twin_captions" in keys) == n.twins and ("neg_captions" in keys) == n.negatives
     assert ("typed_captions" in keys) == n.typed and ("texts" in keys) == n.concat
+    assert ("object_images" in keys) == n.objects
 
 
 def test_patch_dropout_drops_tokens_in_training_only(tmp_path):

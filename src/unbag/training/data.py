@@ -34,6 +34,7 @@ from ..errors import UnbagError
 from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
 from ..negatives.typed import RuleGenerator, WorldGenerator
+from ..sgi.regions import background_color, masked, row_fill
 from ..world import captions as cap
 from ..world import stream
 from ..world.styles import resolve
@@ -46,6 +47,8 @@ class Record:
     twin_image: np.ndarray | None = None  # a binding-swap hard negative pair, when the source has one
     twin_caption: str | None = None
     negatives: list[str] | None = None  # typed hard negatives (DeGLA)
+    object_image: np.ndarray | None = None  # one object of the picture alone, as SGI's mask mode shows it
+    object_caption: str | None = None  # that object's description ("a large gray rubber sphere")
 
 
 def square_pixels(image: np.ndarray | Image.Image, px: int) -> np.ndarray:
@@ -70,6 +73,9 @@ def concat_pair(a: np.ndarray | Image.Image, b: np.ndarray | Image.Image, px: in
     if wider(a):
         return np.concatenate([squash(a, (px, px // 2)), squash(b, (px, px - px // 2))], axis=0)
     return np.concatenate([squash(a, (px // 2, px)), squash(b, (px - px // 2, px))], axis=1)
+
+
+JITTER = 1  # px an object's box edge may move by in object views: SGI's proposer's boxes are not exact
 
 
 # -- sources -----------------------------------------------------------------------------------
@@ -105,7 +111,29 @@ class WorldSource:
         """The binding-swap twin of sample k (`s`, when given), or None."""
         return self.streams.twin(self.seed, k, self.px, s, self.dist)
 
-    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
+    def object_view(self, k: int, s) -> tuple[np.ndarray, str]:
+        """One object of sample k (`s`), drawn from its seed and index: the picture masked to the
+        object's box, each edge moved by up to JITTER px, the rest filled as SGI's mask mode fills
+        it on the world's pictures (each row's median on the 3D world's floor, the median colour
+        on the flat world's), and the object's description."""
+        rng = np.random.default_rng([self.seed, 14, k])
+        objs = list(s.scene.objects)
+        px = s.image.shape[0]
+        if self.style == "3d":
+            from ..world.render3d import instances, visible
+            boxes = [v["box"] for v in visible(instances(s.scene, px), len(objs))]
+            fill = row_fill(s.image)
+        else:
+            boxes = [o.box(px) for o in objs]
+            fill = background_color(s.image)
+        seen = [i for i, b in enumerate(boxes) if b is not None]  # a 3D pool keeps every object visible
+        i = seen[int(rng.integers(len(seen)))]
+        x0, y0, x1, y1 = (int(v) for v in np.asarray(boxes[i]) + rng.integers(-JITTER, JITTER + 1, 4) * [-1, -1, 1, 1])
+        x0, y0 = min(max(x0, 0), px - 1), min(max(y0, 0), px - 1)
+        box = (x0, y0, min(max(x1, x0 + 1), px), min(max(y1, y0 + 1), px))
+        return masked(s.image, [box], fill), cap.phrase(objs[i])
+
+    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0, objects: bool = False) -> Record:
         s = self.sample(k)
         caps = [s.caption]
         if extra:
@@ -117,7 +145,8 @@ class WorldSource:
             rng = np.random.default_rng([self.seed, 13, k])
             gen = WorldGenerator.for_3d() if self.style == "3d" else WorldGenerator()
             negs = [n for _, n in gen.generate_for(list(s.scene.objects), s.form, typed, rng)]
-        return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs)
+        view, desc = self.object_view(k, s) if objects else (None, None)
+        return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs, view, desc)
 
     def partner(self, k: int, rng: np.random.Generator, extra: int) -> Record:
         # an independent scene from the same stream, far from the training indices
@@ -253,13 +282,16 @@ class TrainBatches(IterableDataset):
 
     def __init__(self, data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
                  mode: str = "pairs", twins: bool = False, negatives: bool = False, rank: int = 0,
-                 world_size: int = 1, typed: int = 0):
+                 world_size: int = 1, typed: int = 0, objects: bool = False):
         if batch_size % world_size:
             raise UnbagError(f"batch size {batch_size} is not divisible by {world_size} processes")
         self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
         self.start_step, self.steps, self.mode = start_step, steps, mode
         self.twins, self.negatives, self.rank, self.world_size = twins, negatives, rank, world_size
-        self.typed, self.spec = typed, parse_data(data)
+        self.typed, self.objects, self.spec = typed, objects, parse_data(data)
+        if objects and self.spec.kind != "world":
+            raise UnbagError(f"{data}: this method trains on single objects cut out of the pictures, which "
+                             f"needs the scenes behind them: use a world stream (world:, world3d:) or a pool:")
         if self.spec.kind in ("file", "negatives"):
             rows = len(self._source().rows)  # fail early, in the main process
             if batch_size > rows:
@@ -298,7 +330,8 @@ class TrainBatches(IterableDataset):
         recs = src if isinstance(src, list) else None
         concat_step = self.mode == "concat" and step % 2 == 0  # alternates: concatenated pairs, plain CLIP
         get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
-            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed))
+            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed,
+            objects=self.objects and not concat_step))
         rs = [get(i, k) for i, k in enumerate(ks)]
         out = {"step": step, "mode": "concat" if concat_step else "pairs"}
         if concat_step:
@@ -348,6 +381,9 @@ class TrainBatches(IterableDataset):
                 texts += [got[j % len(got)] if got else r.captions[0] for j in range(self.typed)]
             out["typed_captions"] = texts
             out["typed_valid"] = torch.tensor(valid, dtype=torch.bool)
+        if self.objects:  # one object of each picture (WorldSource.object_view)
+            out["object_images"] = torch.from_numpy(np.stack([r.object_image for r in rs]))
+            out["object_captions"] = [r.object_caption for r in rs]
         return out
 
 
@@ -409,10 +445,10 @@ def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
             workers: int = 1, twins: bool = False, negatives: bool = False, mode: str = "pairs",
-            rank: int = 0, world_size: int = 1, typed: int = 0) -> Iterator[dict]:
+            rank: int = 0, world_size: int = 1, typed: int = 0, objects: bool = False) -> Iterator[dict]:
     """Iterate this rank's training batches from `start_step` to `steps`, in step order."""
     ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world_size,
-                      typed)
+                      typed, objects)
     # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
     return iter(DataLoader(ds, batch_size=None, num_workers=workers,
                            persistent_workers=False, prefetch_factor=4 if workers else None))

@@ -228,7 +228,7 @@ class Trainer:
     def _prepare(self, raw: dict) -> dict:
         """Pixels and token ids on the device for every image/text field of a raw batch."""
         dev, out = self.backend.device, dict(raw)
-        for key, to in (("images", "pixels"), ("twin_images", "twin_pixels")):
+        for key, to in (("images", "pixels"), ("twin_images", "twin_pixels"), ("object_images", "object_pixels")):
             if key in raw:
                 out[to] = self.backend.normalize_pixels(raw[key].to(dev, non_blocking=True))
         for key, to in (("captions", "ids"), ("twin_captions", "twin_ids"), ("neg_captions", "neg_ids"),
@@ -314,7 +314,8 @@ class Trainer:
         needs = self.objective.needs  # the data pipeline builds what the objective declares
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
                      cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="concat" if needs.concat else "pairs",
-                     rank=self.rank, world_size=self.world_size, typed=cfg.typed_negatives if needs.typed else 0)
+                     rank=self.rank, world_size=self.world_size, typed=cfg.typed_negatives if needs.typed else 0,
+                     objects=needs.objects)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0

@@ -3,12 +3,14 @@ phrase swaps (training/objectives/dense.py) and TFLocal-LI's calibration (heads/
 with. Each world has its own attribute words; a change draws from the world the phrase speaks of."""
 from __future__ import annotations
 
-from .captions import NUMBERS, PLURAL
-from .scene import COLORS, MATERIALS, SIZES
+from .captions import NUMBERS, PLURAL, phrase
+from .scene import COLORS, MATERIALS, SHAPES, SIZES, Obj
+from .scene3d import SHAPES3D
 from .swap3d import COLORS3D, MATERIALS3D, SIZES3D
 
 VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the flat world's attribute words: size, color, material
 VOCABULARIES = {"flat": VALUES, "3d": (SIZES3D, COLORS3D, MATERIALS3D)}
+SHAPE_WORDS = {"flat": SHAPES, "3d": SHAPES3D}
 NOUNS = {**{s: s for s in PLURAL}, **{p: s for s, p in PLURAL.items()}}  # shape noun -> shape
 
 
@@ -41,3 +43,11 @@ def alternatives(text: str, vocabulary: tuple = VALUES) -> list[str]:
     """Every one-word change of a phrase (each attribute word, then its number), flat: "a small red
     cube" gives "a large red cube", "a small blue cube", ... (only the words it names are changed)."""
     return [a for changes in attribute_changes(text, vocabulary) for a in changes] + number_changes(text)
+
+
+def descriptions(world: str) -> list[str]:
+    """Every description of one object a world's captions give ("a large gray rubber sphere"):
+    each shape, size, colour and material of the world's vocabulary, in that order of loops."""
+    sizes, colors, materials = VOCABULARIES[world]
+    return [phrase(Obj(shape, color, size, material)) for shape in SHAPE_WORDS[world] for size in sizes
+            for color in colors for material in materials]

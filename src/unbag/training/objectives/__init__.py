@@ -8,9 +8,11 @@ from .degla import DeGLAObjective
 from .dense import DenseObjective
 from .ft import FTObjective
 from .negclip import NegCLIPObjective
+from .regions import RegionObjective
 
 OBJECTIVES: dict[str, type[Objective]] = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective,
-              "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective}
+              "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective,
+              "clip-regions": RegionObjective}
 
 
 def options_of(method: str, given: dict) -> dict:

@@ -20,6 +20,8 @@ class Needs:
     typed: bool = False  # K typed negatives per caption (TrainConfig.typed_negatives): `typed_captions`,
     # `typed_valid`
     concat: bool = False  # every other step concatenated image pairs (CLIC's batches) (`texts`: [p1; p2; p3; p4; n])
+    objects: bool = False  # one object of each picture alone, masked as SGI's mask mode shows it, and its
+    # description: `object_pixels`, `object_captions` (a world stream or pool only)
     teacher: bool = False  # an EMA teacher (the engine sets `objective.teacher`; needs ema > 0)
 
 
