@@ -329,9 +329,10 @@ class TrainBatches(IterableDataset):
     def collate(self, src, step: int, ks: list[int]) -> dict:
         recs = src if isinstance(src, list) else None
         concat_step = self.mode == "concat" and step % 2 == 0  # alternates: concatenated pairs, plain CLIP
+        # object views come from world sources only (checked in __init__)
+        views = {"objects": True} if self.objects and not concat_step else {}
         get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
-            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed,
-            objects=self.objects and not concat_step))
+            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed, **views))
         rs = [get(i, k) for i, k in enumerate(ks)]
         out = {"step": step, "mode": "concat" if concat_step else "pairs"}
         if concat_step:
