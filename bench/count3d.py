@@ -11,7 +11,8 @@ run on the count items of a built 3D benchmark, with SGI's defaults for it:
 - counted objects with a single region (IoU >= 0.5 with the object's visible box), and of those
   the share whose region fits its own shape's description best among the caption's counted
   descriptions (centred over the picture's single regions, as the count check does);
-- pictures with every counted object found and read right;
+- pictures with every counted object found and read right; both shares (read, all read) on ID
+  and OOD items apart;
 - the count check's verdict on each (picture, its own caption) pair: both counts right;
 - SGI's group score on count items, ID / OOD.
 
@@ -51,6 +52,7 @@ def measure(spec: str, bench: Benchmark) -> dict[str, float]:
     regs = encode_regions(backend, bench, cfg)
     segs = caption_segments(bench, cfg)
     n = {k: 0 for k in ("pictures", "numbered", "objects", "found", "read", "all_read", "check_right")}
+    by_split = {s: {k: 0 for k in ("pictures", "all_read", "found", "read")} for s in ("id", "ood")}
     for k, item in enumerate(bench.items):
         for i in range(2):
             r, ss = regs[2 * k + i], segs[2 * k + i]  # caption i is picture i's own
@@ -76,14 +78,20 @@ def measure(spec: str, bench: Benchmark) -> dict[str, float]:
                 n["found"] += 1
                 right = shapes[int(fits[overlap.index(max(overlap))])] == o["shape"]
                 n["read"] += right
+                by_split[item.group["split"]]["found"] += 1
+                by_split[item.group["split"]]["read"] += right
                 every &= right
             n["all_read"] += every
+            by_split[item.group["split"]]["all_read"] += every
+            by_split[item.group["split"]]["pictures"] += 1
     group = winoground(score_sgi(backend, bench, cfg=cfg))["group"]
     split = [it.group["split"] for it in bench.items]
     of = lambda s: torch.tensor([x == s for x in split])  # noqa: E731
     pct = lambda a, b: 100.0 * a / max(1, b)  # noqa: E731
     return {"numbered": pct(n["numbered"], n["pictures"]), "found": pct(n["found"], n["objects"]),
             "read": pct(n["read"], n["found"]), "all read": pct(n["all_read"], n["pictures"]),
+            **{f"read {s}": pct(b["read"], b["found"]) for s, b in by_split.items()},
+            **{f"all read {s}": pct(b["all_read"], b["pictures"]) for s, b in by_split.items()},
             "check right": pct(n["check_right"], n["pictures"]),
             **{f"group {s}": 100.0 * float(group[of(s)].mean()) for s in ("id", "ood")}}
 
