@@ -30,6 +30,7 @@
 #      same continuation with `clip-dense`.
 #  12. stage 11 continued for 1,500 more steps, the object term weighted 3.
 #  13. stage 12 continued the same way for 1,500 more.
+#  14. stage 13 continued the same way for 1,500 more.
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 # Stage 7's (and 9's) heads in two lanes of one thread each, once the overlays are staged, as
@@ -220,3 +221,6 @@ fi
 # 13. stage 12 gained again (SGI 90.0 / 89.8 against 88.2 / 88.4, count 70 / 63 against 71 / 57):
 #     1,500 more steps from it, the same way, another seed.
 [ -n "${MODELS:-}" ] || more pool-objects4 0 pool-objects3 clip-regions 13 --object-weight 3
+# 14. stage 13 gained again (SGI 90.6 / 91.2, count 70 / 69, objects read at 94.8% against 93.8%):
+#     the object term has not converged; 1,500 more steps from it, the same way, another seed.
+[ -n "${MODELS:-}" ] || more pool-objects5 0 pool-objects4 clip-regions 14 --object-weight 3
