@@ -57,6 +57,7 @@ class RegionObjective(DenseObjective):
         super().__init__(**options)
         self.candidates = descriptions(self.opts.vocabulary)
         self.index = {d: i for i, d in enumerate(self.candidates)}
+        self._ids: torch.Tensor | None = None  # the candidates' token ids, made on the first step
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         loss, logs = super().__call__(backend, batch)
@@ -67,7 +68,9 @@ class RegionObjective(DenseObjective):
             raise UnbagError(f"clip-regions: object description {e.args[0]!r} is not one of the "
                              f"{self.opts.vocabulary} world's (--vocabulary)") from None
         objects = backend.encode_images(batch["object_pixels"]).embeds
-        candidates = backend.encode_texts(backend.tokenize(self.candidates).to(dev)).embeds
+        if self._ids is None or self._ids.device != dev:
+            self._ids = backend.tokenize(self.candidates).to(dev)
+        candidates = backend.encode_texts(self._ids).embeds
         term, right = object_loss(objects, candidates, target, backend.logit_scale)
         logs |= {"objects": float(term.detach()), "objects_right": float(right)}
         return loss + self.opts.object_weight * term, logs
