@@ -8,7 +8,9 @@ training run (`... test_shipped_scores.py RUN_DIR`, as at the reship of 2026-12-
 global cosine is recorded from the dense fp32 model the run wrote instead, so the test also checks
 that packing it (src/unbag/models/overlay.py) changed no score; the pool-stem model's run folder
 was gone by its reship (tests/models/test_overlay.py checks packing on its own). The weights'
-SHA-1s, and whether the dense model was used, are in the fixture's metadata.
+SHA-1s, and whether the dense model was used, are in the fixture's metadata. TFRegions' scores
+were re-recorded (`--only head:builtin:tfregions`) when SGI's learned proposer was retrained
+(2026-12-05): that head scores SGI's regions, so its scores follow the proposer.
 """
 from __future__ import annotations
 

@@ -17,12 +17,13 @@ def _map(boxes, px=64):
 
 def test_targets_put_a_unit_gaussian_at_each_box_centre_with_its_size():
     heat, size, centre = targets(_map([(10, 4, 20, 8)]))
-    assert heat.shape == (32, 32) and size.shape == (2, 32, 32)
-    # box centre (15, 6) px -> (7.5, 3.0) cells: the cell (row 3, col 7) holds it
+    assert heat.shape == (32, 32) and size.shape == (4, 32, 32)
+    # box centre (15, 6) px -> (7.5, 3.0) cells: the cell (row 3, col 7) holds it, its centre at
+    # (7.5, 3.5): offset (0, -0.5) cells
     assert np.argwhere(centre).tolist() == [[3, 7]]
     assert heat[3, 7] == 1 and (heat < 1).sum() == heat.size - 1
     assert math.isclose(heat[3, 8], math.exp(-1 / (2 * 0.8 ** 2)), rel_tol=1e-5)
-    assert size[:, 3, 7].tolist() == pytest.approx([math.log(10), math.log(4)])
+    assert size[:, 3, 7].tolist() == pytest.approx([math.log(10), math.log(4), 0.0, -0.5])
     assert (size[:, centre == 0] == 0).all()
 
 
@@ -36,15 +37,23 @@ def test_decode_reads_a_box_back_from_a_peak_and_its_size():
     assert decode(logits, size, threshold=0.3, pad=0) == [[(10, 5, 20, 9)]]
     assert decode(logits - 20, size, threshold=0.3) == [[]]
     assert decode(logits, size) == decode(logits, size, pad=0)  # unpadded by default: small objects keep their IoU  # below the threshold: nothing
+    # with an offset channel pair the centre moves inside its cell: (+0.5, -0.5) cells = (+1, -1) px
+    off = torch.cat([size, torch.zeros(1, 2, 32, 32)], 1)
+    assert decode(logits, off, pad=0) == decode(logits, size, pad=0)
+    off[0, 2:, 3, 7] = torch.tensor([0.5, -0.5])
+    assert decode(logits, off, pad=0) == [[(11, 4, 21, 8)]]
 
 
 def test_targets_and_decode_round_trip_on_separate_objects():
-    boxes = [(4, 30, 16, 44), (30, 10, 38, 20), (44, 40, 60, 58)]
+    boxes = [(4, 30, 16, 44), (30, 10, 38, 20), (44, 40, 60, 58), (9, 3, 12, 8)]  # odd sizes too
     heat, size, centre = targets(_map(boxes))
     logits = torch.logit(torch.from_numpy(heat).clamp(1e-4, 1 - 1e-4))[None]
-    got = decode(logits, torch.from_numpy(size)[None], threshold=0.5, pad=0)[0]
+    got = decode(logits, torch.from_numpy(size[:2])[None], threshold=0.5, pad=0)[0]
     from unbag.sgi.regions import iou
-    assert len(got) == 3 and all(max(iou(b, g) for g in got) >= 0.7 for b in boxes)
+    assert len(got) == 4 and all(max(iou(b, g) for g in got) >= 0.5 for b in boxes)
+    # with the offsets every box comes back exactly (a half-pixel centre rounds outwards)
+    exact = decode(logits, torch.from_numpy(size)[None], threshold=0.5, pad=0)[0]
+    assert sorted(exact) == sorted([(4, 30, 16, 44), (30, 10, 38, 20), (44, 40, 60, 58), (9, 3, 12, 8)])
 
 
 def test_focal_loss_is_low_for_the_target_itself_and_high_for_its_opposite():
@@ -56,11 +65,12 @@ def test_focal_loss_is_low_for_the_target_itself_and_high_for_its_opposite():
 
 def test_the_network_keeps_half_the_resolution_and_ignores_the_batch_in_eval():
     torch.manual_seed(0)
-    m = Proposer().eval()
     x = torch.rand(3, 3, 64, 64)
-    logits, size = m(x)
-    assert logits.shape == (3, 64 // STRIDE, 64 // STRIDE) and size.shape == (3, 2, 32, 32)
-    assert torch.allclose(m(x[:1])[0], logits[:1], atol=1e-5)
+    for offset, channels in ((False, 2), (True, 4)):
+        m = Proposer(offset=offset).eval()
+        logits, size = m(x)
+        assert logits.shape == (3, 64 // STRIDE, 64 // STRIDE) and size.shape == (3, channels, 32, 32)
+        assert torch.allclose(m(x[:1])[0], logits[:1], atol=1e-5)
 
 
 def test_folding_the_batch_norms_keeps_the_function():
@@ -83,7 +93,7 @@ def test_a_pictures_boxes_do_not_depend_on_its_batch_nor_on_the_thread_count():
 
     images, _ = training_data(20, seed=998)
     alone = [object_boxes(img) for img in images]
-    assert sum(map(len, alone)) >= 40  # scenes of 3 to 10 objects: the check below compares real boxes
+    assert sum(map(len, alone)) >= 40  # scenes of 1 to 5 objects: the check below compares real boxes
     # 20 pictures: a full pass of 16 and a padded one of 4; in reverse, other neighbours in each pass
     assert object_boxes_many(list(images)) == alone
     assert object_boxes_many(list(images[::-1])) == alone[::-1]
@@ -117,7 +127,69 @@ def test_the_shipped_proposer_finds_one_box_per_object_on_unseen_training_stream
         best += [max((iou(b, g) for g in got), default=0) for b in gt]
         boxes.append(len(got) / len(gt))
     best = np.array(best)
-    # measured when shipped (178 objects): 81% at IoU 0.5 (objects of ~11 visible pixels lose IoU
-    # to a pixel of offset; 90% on the 3D ctrl's pictures), one box per object
-    assert (best >= 0.5).mean() >= 0.75 and (best >= 0.3).mean() >= 0.9, ((best >= 0.5).mean(), (best >= 0.3).mean())
+    # measured when shipped (178 objects; 2026-12-05): 92% at IoU 0.5 and 99% at 0.3, 0.99 boxes per
+    # object (the proposer before it, without centre offsets: 81% at IoU 0.5, where objects of ~11
+    # visible pixels lost IoU to a pixel of offset)
+    assert (best >= 0.5).mean() >= 0.88 and (best >= 0.3).mean() >= 0.97, ((best >= 0.5).mean(), (best >= 0.3).mean())
     assert 0.9 <= np.mean(boxes) <= 1.1, np.mean(boxes)
+
+
+def test_fuller_scenes_hold_two_groups_alike_in_all_but_shape():
+    from unbag.sgi.proposer import crowded_objects
+    for k in range(30):
+        objs = crowded_objects(np.random.default_rng(k))
+        assert 2 <= len(objs) <= 8
+        kinds = {(o.color, o.size, o.material) for o in objs}
+        # some look (colour, size, material) is shared by objects of two shapes: the two groups
+        assert any(len({o.shape for o in objs if (o.color, o.size, o.material) == a}) >= 2 for a in kinds)
+
+
+class _Oracle(torch.nn.Module):
+    """Answers each picture with the targets of its own instance map (looked up by its pixels)."""
+
+    def __init__(self, images, maps):
+        super().__init__()
+        self.out = {img.tobytes(): targets(m) for img, m in zip(images, maps)}
+
+    def forward(self, x):
+        imgs = (x * 255).round().byte().permute(0, 2, 3, 1).numpy()
+        tg = [self.out[i.tobytes()] for i in imgs]
+        heat = torch.from_numpy(np.stack([t[0] for t in tg]))
+        return torch.logit(heat.clamp(1e-4, 1 - 1e-4)), torch.from_numpy(np.stack([t[1] for t in tg]))
+
+
+def test_evaluate_counts_pictures_numbered_and_objects_found_by_hand():
+    from unbag.sgi.proposer import evaluate
+    images = np.zeros((3, 64, 64, 3), np.uint8)
+    images[1, 0, 0] = 1
+    images[2, 0, 0] = 2  # three distinct pictures
+    maps = np.stack([_map([(4, 4, 14, 14)]), _map([(4, 4, 14, 14), (30, 30, 50, 50)]),
+                     _map([(4, 4, 14, 14), (20, 4, 28, 12), (40, 40, 60, 60)])])
+    right = evaluate(_Oracle(images, maps), 0.5, images, maps)
+    assert (right["pictures"], right["numbered"], right["iou50"], right["iou30"]) == (3, 100.0, 100.0, 100.0)
+    assert right["by_objects"][3] == {"pictures": 1, "numbered": 100.0, "iou50": 100.0, "iou30": 100.0}
+    # the oracle shown the first picture's map for the second: one box of two, 1 object of 2 found
+    wrong = _Oracle(images, maps)
+    wrong.out[images[1].tobytes()] = targets(maps[0])
+    got = evaluate(wrong, 0.5, images, maps)
+    assert got["numbered"] == round(100 * 2 / 3, 2) and got["iou50"] == round(100 * 5 / 6, 2)
+    assert got["by_objects"][2] == {"pictures": 1, "numbered": 0.0, "iou50": 50.0, "iou30": 50.0}
+
+
+def test_training_writes_weights_that_load_and_a_record_with_its_held_out_measures(tmp_path):
+    import json
+
+    from safetensors.torch import load_file
+
+    from unbag.sgi.proposer import train
+    out = train(tmp_path / "p", n=8, steps=3, batch=4, width=8, n_val=4, crowded=0.5, data_cache=tmp_path / "cache")
+    record = json.loads((out / "proposer.json").read_text())
+    assert record["offset"] and record["data"]["crowded"] == 0.5 and record["held_out"]["pictures"] == 4
+    m = Proposer(record["width"], record["offset"])
+    m.load_state_dict(load_file(str(out / "weights.safetensors")))
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [
+        "proposer-data-n4-seed1000-crowded0.5-px64.npz", "proposer-data-n8-seed0-crowded0.5-px64.npz"]
+    # the same run again reads its pictures back and trains the same weights
+    again = train(tmp_path / "q", n=8, steps=3, batch=4, width=8, n_val=4, crowded=0.5, data_cache=tmp_path / "cache")
+    a, b = load_file(str(out / "weights.safetensors")), load_file(str(again / "weights.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
