@@ -31,6 +31,7 @@
 #  12. stage 11 continued for 1,500 more steps, the object term weighted 3.
 #  13. stage 12 continued the same way for 1,500 more.
 #  14. stage 13 continued the same way for 1,500 more.
+#  15. stage 7 on stage 14's model.
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 # Stage 7's (and 9's) heads in two lanes of one thread each, once the overlays are staged, as
@@ -224,3 +225,8 @@ fi
 # 14. stage 13 gained again (SGI 90.6 / 91.2, count 70 / 69, objects read at 94.8% against 93.8%):
 #     the object term has not converged; 1,500 more steps from it, the same way, another seed.
 [ -n "${MODELS:-}" ] || more pool-objects5 0 pool-objects4 clip-regions 14 --object-weight 3
+# 15. stage 14 gained little over 13 (objects read at 95.2% against 95.0%, with the proposer retrained
+#     the same day: SGI 92.2 / 91.6 against 92.0 / 91.2, count 78 / 75 against 76 / 73): the object
+#     term has about converged. Stage 7 on stage 14's model, the best measured (started 2026-12-05;
+#     each overlay and head is committed under reship/3d/pool-objects5/ as it finishes).
+everything_from pool-objects5
