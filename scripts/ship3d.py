@@ -5,13 +5,15 @@ The staged files name their model by its staged path (`reship/3d/builtin-pool`);
 is `builtin`, so each overlay's `base` and each head's `backbone` are rewritten to the shipped
 names, the staged one kept beside it (`staged_as`). Heads check their backbone by a hash of its
 weights, which shipping does not change: the script loads every shipped model and checks it.
-A model that continued an earlier staged run (`conv-more` continued stage 4's `builtin-conv`) ships
-that run's log and config too (`--stem`), and the staged TRAINING.md and the methods' and heads'
+A model that continued earlier staged runs (`pool-objects5` continued `pool-objects4`, which
+continued ... `builtin-pool`) ships their logs and configs too (`--earlier`, each as
+`log-<stage>.jsonl` and `train_config-<stage>.json`, named by its staged folder), and the staged TRAINING.md and the methods' and heads'
 READMEs (written with what they describe) become the shipped ones. Every staged file is checked before anything is written; the new weights folder is
 built beside the old one and swapped in whole.
 
     .venv/bin/python scripts/ship3d.py [--staged reship/3d/builtin-pool]
-    .venv/bin/python scripts/ship3d.py --staged reship/3d/conv-more --stem reship/3d/builtin-conv
+    .venv/bin/python scripts/ship3d.py --staged reship/3d/pool-objects5 --earlier reship/3d/builtin-pool \
+        reship/3d/pool-objects reship/3d/pool-objects3 reship/3d/pool-objects4
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ MODELS = ("pretrained",) + METHODS
 KINDS = ("tfregions", "tflocal-li", "tflocal", "tfglobal")
 
 
-def plan(staged: Path, stem: Path | None) -> dict[str, tuple[Path, dict | None]]:
+def plan(staged: Path, earlier: list[Path]) -> dict[str, tuple[Path, dict | None]]:
     """Shipped path -> (staged file, JSON fields to rewrite or None)."""
     out = {"builtin/weights.safetensors": (staged / "weights.safetensors", None),
            "builtin/open_clip_config.json": (staged / "open_clip_config.json", None),
@@ -37,9 +39,9 @@ def plan(staged: Path, stem: Path | None) -> dict[str, tuple[Path, dict | None]]
            "builtin/TRAINING.md": (staged / "TRAINING.md", None),
            "methods/README.md": (staged / "methods" / "README.md", None),
            "heads/README.md": (staged / "heads" / "README.md", None)}
-    if stem is not None:
-        out["builtin/log-stage4.jsonl"] = (stem / "log.jsonl", None)
-        out["builtin/train_config-stage4.json"] = (stem / "train_config.json", None)
+    for run in earlier:
+        out[f"builtin/log-{run.name}.jsonl"] = (run / "log.jsonl", None)
+        out[f"builtin/train_config-{run.name}.json"] = (run / "train_config.json", None)
     for m in METHODS:
         src = staged / "methods" / m
         out[f"methods/{m}/weights.safetensors"] = (src / "weights.safetensors", None)
@@ -57,11 +59,11 @@ def plan(staged: Path, stem: Path | None) -> dict[str, tuple[Path, dict | None]]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--staged", type=Path, default=ROOT / "reship" / "3d" / "builtin-pool")
-    p.add_argument("--stem", type=Path, default=None,
-                   help="the staged run the model continued, if any (its log and config ship too, "
-                        "as log-stage4.jsonl and train_config-stage4.json)")
+    p.add_argument("--earlier", type=Path, nargs="*", default=[],
+                   help="the staged runs the model continued, first to last (their logs and configs "
+                        "ship too, as log-<folder>.jsonl and train_config-<folder>.json)")
     a = p.parse_args()
-    files = plan(a.staged, a.stem)
+    files = plan(a.staged, a.earlier)
     missing = [str(src) for src, _ in files.values() if not src.is_file()]
     if missing:
         sys.exit(f"ship3d: {len(missing)} staged files missing (stage 7 not finished?), first: {missing[:5]}")
