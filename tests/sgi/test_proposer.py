@@ -193,3 +193,11 @@ def test_training_writes_weights_that_load_and_a_record_with_its_held_out_measur
     again = train(tmp_path / "q", n=8, steps=3, batch=4, width=8, n_val=4, crowded=0.5, data_cache=tmp_path / "cache")
     a, b = load_file(str(out / "weights.safetensors")), load_file(str(again / "weights.safetensors"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_pictures_rendered_over_two_processes_are_the_same():
+    from unbag.sgi.proposer import training_data
+    one = training_data(6, seed=5, crowded=0.5)
+    two = training_data(6, seed=5, crowded=0.5, procs=2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, two))
+    assert one[1].max(axis=(1, 2)).tolist() != training_data(6, seed=5)[1].max(axis=(1, 2)).tolist()  # the fuller scenes

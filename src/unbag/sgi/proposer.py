@@ -204,7 +204,7 @@ def crowded_objects(rng: np.random.Generator) -> list:
     return [objs[i] for i in rng.permutation(len(objs))]
 
 
-def training_scene(seed: int, k: int, px: int = 64, crowded: float = 0.0):
+def scene_picture(seed: int, k: int, px: int = 64, crowded: float = 0.0):
     """(picture [px, px, 3] uint8, instance map [px, px]) of scene k: the pretraining stream's, or
     with probability `crowded` a fuller one (`crowded_objects`), one torch thread (the same pixels anywhere)."""
     from ..world.render3d import picture
@@ -228,28 +228,22 @@ def training_scene(seed: int, k: int, px: int = 64, crowded: float = 0.0):
 
 
 def _scene(job: tuple) -> tuple[np.ndarray, np.ndarray]:
-    return training_scene(*job)
+    return scene_picture(*job)
 
 
 def training_data(n: int, seed: int, px: int = 64, crowded: float = 0.0, procs: int = 1,
                   progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(pictures [n, px, px, 3] uint8, instance maps [n, px, px]) of scenes 0..n-1 (`training_scene`),
+    """(pictures [n, px, px, 3] uint8, instance maps [n, px, px]) of scenes 0..n-1 (`scene_picture`),
     rendered over `procs` processes."""
     from rich.progress import track
     images, maps = np.zeros((n, px, px, 3), np.uint8), np.zeros((n, px, px), np.int32)
     jobs = [(seed, k, px, crowded) for k in range(n)]
-    if procs <= 1:
-        done = map(_scene, jobs)
-    else:
-        from multiprocessing import get_context
-        pool = get_context("spawn").Pool(procs)
-        done = pool.imap(_scene, jobs, chunksize=16)
-    try:
+    from contextlib import nullcontext
+    from multiprocessing import get_context
+    with get_context("spawn").Pool(procs) if procs > 1 else nullcontext() as pool:
+        done = pool.imap(_scene, jobs, chunksize=16) if pool else map(_scene, jobs)
         for k, (img, inst) in enumerate(track(done, total=n, description="proposer data", disable=not progress)):
             images[k], maps[k] = img, inst
-    finally:
-        if procs > 1:
-            pool.close()
     return images, maps
 
 
