@@ -1,16 +1,14 @@
 """Every shipped model and head scores ctrl as when it was shipped (to float32 rounding).
 
 The reference scores (tests/fixtures/shipped_scores.safetensors) were recorded when the weights were
-reshipped with the pool-stem built-in model (2026-12-04, `scripts/ship3d.py`), on the 3D ctrl (the
-default world), with `python tests/models/test_shipped_scores.py`: every score from the shipped
-files, a guard against any change in loading, overlays or heads. Given the built-in model's
-training run (`... test_shipped_scores.py RUN_DIR`, as at the reship of 2026-12-03), `builtin`'s
-global cosine is recorded from the dense fp32 model the run wrote instead, so the test also checks
-that packing it (src/unbag/models/overlay.py) changed no score; the pool-stem model's run folder
-was gone by its reship (tests/models/test_overlay.py checks packing on its own). The weights'
-SHA-1s, and whether the dense model was used, are in the fixture's metadata. TFRegions' scores
-were re-recorded (`--only head:builtin:tfregions`) when SGI's learned proposer was retrained
-(2026-12-05): that head scores SGI's regions, so its scores follow the proposer.
+reshipped with the object-trained built-in model (2026-12-05, `scripts/ship3d.py`: the pool-stem
+model continued with `clip-regions`), on the 3D ctrl (the default world), with
+`python tests/models/test_shipped_scores.py RUN_DIR`: every score from the shipped files, a guard
+against any change in loading, overlays or heads, and `builtin`'s global cosine from the dense fp32
+model its last training run wrote (RUN_DIR), so the test also checks that packing it
+(src/unbag/models/overlay.py) changed no score. The weights' SHA-1s, and whether the dense model
+was used, are in the fixture's metadata. `--only PROTOCOL` re-records one protocol's scores and
+keeps the rest (TFRegions' follow SGI's learned proposer, whose regions that head scores).
 """
 from __future__ import annotations
 
