@@ -208,20 +208,15 @@ def scene_picture(seed: int, k: int, px: int = 64, crowded: float = 0.0):
     """(picture [px, px, 3] uint8, instance map [px, px]) of scene k: the pretraining stream's, or
     with probability `crowded` a fuller one (`crowded_objects`), one torch thread (the same pixels anywhere)."""
     from ..world.render3d import picture
-    from ..world.scene3d import place
+    from ..world.scene3d import place_drawn
     from ..world.stream3d import training_scene as stream_scene
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         if crowded and np.random.default_rng([seed, 3, 19, k]).random() < crowded:
-            rng = np.random.default_rng([seed, 3, 18, k])
-            while True:
-                try:
-                    scene, _, inst = place(rng, crowded_objects(rng), px=px, draw=False)
-                    return picture(scene, px), inst
-                except RuntimeError:  # no placement kept every object visible: draw other objects
-                    continue
-        scene, inst = stream_scene(np.random.default_rng([seed, 3, 17, k]), px, allow_held_out=True)
+            scene, inst = place_drawn(np.random.default_rng([seed, 3, 18, k]), crowded_objects, px)
+        else:
+            scene, inst = stream_scene(np.random.default_rng([seed, 3, 17, k]), px, allow_held_out=True)
         return picture(scene, px), inst
     finally:
         torch.set_num_threads(before)

@@ -9,6 +9,7 @@ area), else the whole scene is placed again.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -69,3 +70,15 @@ def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64, draw: bool
         if (counts >= min_visible(px)).all():
             return scene, shaded(scene, px) if draw else None, inst
     raise RuntimeError(f"no placement of {len(attrs)} objects keeps each visible in {TRIES} tries")
+
+
+def place_drawn(rng: np.random.Generator, draw: Callable[[np.random.Generator], list[Obj3D]], px: int = 64
+                ) -> tuple[Scene3D, np.ndarray]:
+    """(scene, instance map) of objects drawn by `draw(rng)` and placed by `place`; objects are
+    drawn again until a placement keeps every one visible."""
+    while True:
+        try:
+            scene, _, inst = place(rng, draw(rng), px=px, draw=False)
+            return scene, inst
+        except RuntimeError:  # no placement kept every object visible: draw other objects
+            continue

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import captions as cap
 from .render3d import instances, picture
-from .scene3d import SHAPES3D, min_visible, place, placed
+from .scene3d import SHAPES3D, min_visible, place_drawn, placed
 from .stream import Distribution, Sample, Twin, _swaps, distribution
 from .swap3d import RELATIONS3D, VALUES, positions, held_out, random_obj, relation_holds
 
@@ -60,12 +60,7 @@ def training_scene(rng: np.random.Generator, px: int, allow_held_out: bool, sibl
     """(scene, instance map) of a random training scene placed by CLEVR's rules (built around two
     siblings when `siblings`)."""
     draw = sibling_objects if siblings else training_objects
-    while True:
-        try:
-            scene, _, inst = place(rng, draw(rng, allow_held_out), px=px, draw=False)
-            return scene, inst
-        except RuntimeError:  # no placement kept every object visible: draw other objects
-            continue
+    return place_drawn(rng, lambda r: draw(r, allow_held_out), px)
 
 
 def _holds(scene):
