@@ -18,10 +18,12 @@ run on the count items of a built 3D benchmark, with SGI's defaults for it:
 
     .venv/bin/unbag world build --style 3d --seed 0 --per-category 100 --procs 2 --out /tmp/ctrl3d
     .venv/bin/python bench/count3d.py --bench /tmp/ctrl3d --models builtin reship/3d/builtin-pool
+    .venv/bin/python bench/count3d.py --bench /tmp/ctrl3d --regions gt   # the benchmark's own boxes
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import torch
 
@@ -45,10 +47,13 @@ def count_items(root: str) -> Benchmark:
     return Benchmark("ctrl", "ctrl", items, image_size=full.image_size, grouping="split/category", sgi=dict(full.sgi))
 
 
-def measure(spec: str, bench: Benchmark) -> dict[str, float]:
-    """The shares listed in the module docstring (%) for one model."""
+def measure(spec: str, bench: Benchmark, regions: str | None = None) -> dict[str, float]:
+    """The shares listed in the module docstring (%) for one model (SGI's region source `regions`
+    in place of the benchmark's default, when given: `gt` reads the benchmark's own boxes)."""
     backend = models.load(spec)
     cfg = SGIConfig.for_benchmark(bench)
+    if regions:
+        cfg = dataclasses.replace(cfg, regions=regions)
     regs = encode_regions(backend, bench, cfg)
     segs = caption_segments(bench, cfg)
     n = {k: 0 for k in ("pictures", "numbered", "objects", "found", "read", "all_read", "check_right")}
@@ -100,11 +105,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", required=True, help="a built 3D benchmark (unbag world build --style 3d)")
     p.add_argument("--models", nargs="+", default=["builtin"])
+    p.add_argument("--regions", help="SGI's region source instead of the benchmark's default (`gt`: its own boxes)")
     args = p.parse_args()
     torch.set_num_threads(2)
     bench = count_items(args.bench)
     print(f"{len(bench.items)} count items of {args.bench}, SGI options {bench.sgi}")
-    rows = {spec: measure(spec, bench) for spec in args.models}
+    rows = {spec: measure(spec, bench, args.regions) for spec in args.models}
     cols = list(next(iter(rows.values())))
     print("| model | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols))
     for spec, row in rows.items():
