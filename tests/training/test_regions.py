@@ -10,7 +10,7 @@ from unbag.errors import UnbagError
 from unbag.sgi.regions import background_color, masked, row_fill
 from unbag.training.data import JITTER, WorldSource, batches
 from unbag.training.engine import TrainConfig, Trainer
-from unbag.training.objectives.regions import object_loss
+from unbag.training.objectives.regions import alike_but_noun, object_loss
 from unbag.world import captions as cap
 from unbag.world.phrases import VOCABULARIES, descriptions
 from unbag.world.render3d import instances
@@ -75,6 +75,20 @@ def test_object_loss_hand_computed():
     assert right.item() == 0.5  # object 1 fits the third candidate better than its own
 
 
+def test_object_loss_among_the_descriptions_alike_but_their_noun():
+    cands = ["a red cube", "a red sphere", "a blue cube", "a blue sphere"]
+    alike = alike_but_noun(cands)
+    assert alike.tolist() == [[True, True, False, False], [True, True, False, False],
+                              [False, False, True, True], [False, False, True, True]]
+    objects = torch.tensor([[1.0, 0.0]])
+    candidates = torch.tensor([[0.0, 1.0], [0.6, 0.8], [1.0, 0.0], [0.8, 0.6]])
+    target = torch.tensor([0])
+    loss, right = object_loss(objects, candidates, target, torch.tensor(10.0), alike[target])
+    # among "a red cube" (cosine 0) and "a red sphere" (0.6) only; the blue ones fit better but do not count
+    assert loss.item() == pytest.approx(-math.log(1 / (1 + math.exp(6))), rel=1e-5)
+    assert right.item() == 0.0
+
+
 def test_objects_need_the_scenes_behind_the_pictures(tmp_path):
     f = tmp_path / "pairs.jsonl"
     f.write_text(json.dumps({"image": "x.png", "caption": "a cube"}) + "\n")
@@ -91,7 +105,8 @@ def test_a_batch_holds_one_object_view_per_picture():
 @pytest.mark.slow
 def test_clip_regions_trains_and_logs_its_object_loss(tmp_path):
     cfg = TrainConfig.for_method("clip-regions", data="world3d:pretraining", steps=4, batch_size=8, warmup=1,
-                                 workers=0, ckpt_every=100, log_every=1, object_weight=2.0, vocabulary="3d")
+                                 workers=0, ckpt_every=100, log_every=1, object_weight=2.0, noun_weight=1.0,
+                                 vocabulary="3d")
     trainer = Trainer(cfg, tmp_path)
     assert trainer.objective.opts.object_weight == 2.0 and trainer.objective.opts.dense_weight == 1.0
     trainer.fit(progress=False)
@@ -99,7 +114,8 @@ def test_clip_regions_trains_and_logs_its_object_loss(tmp_path):
     assert len(rows) == 4
     for r in rows:
         assert math.isfinite(r["objects"]) and 0 <= r["objects_right"] <= 1
-        assert r["loss"] > r["objects"] * 2  # the object term sits on top of clip-dense's
+        assert math.isfinite(r["nouns"]) and 0 <= r["nouns_right"] <= 1
+        assert r["loss"] > r["objects"] * 2 + r["nouns"]  # the object terms sit on top of clip-dense's
 
 
 def test_clip_regions_refuses_descriptions_of_another_world():

@@ -33,21 +33,34 @@ from .dense import DenseObjective, DenseOptions
 
 
 def object_loss(objects: torch.Tensor, candidates: torch.Tensor, target: torch.Tensor,
-                scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                scale: torch.Tensor, among: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy of each object's embedding [M, D] over the candidate descriptions [T, D]
-    (cosine times `scale`), its own description target [M]; and the share it gets right."""
+    (cosine times `scale`; only those `among` [M, T] allows, when given), its own description target
+    [M]; and the share it gets right."""
     logits = scale * F.normalize(objects, dim=-1) @ F.normalize(candidates, dim=-1).T
+    if among is not None:
+        logits = logits.masked_fill(~among, float("-inf"))
     return F.cross_entropy(logits, target), (logits.argmax(1) == target).float().mean()
+
+
+def alike_but_noun(candidates: list[str]) -> torch.Tensor:
+    """[T, T]: whether two descriptions are alike in every word but their last (the noun: "a large
+    gray rubber cube" and "... sphere")."""
+    heads = [c.rsplit(" ", 1)[0] for c in candidates]
+    return torch.tensor([[a == b for b in heads] for a in heads])
 
 
 @dataclass
 class RegionOptions(DenseOptions):
     """clip-regions' own options (clip-dense's and one more)."""
     object_weight: float = field(default=1.0, metadata={"help": "weight of the single-object description loss"})
+    noun_weight: float = field(default=0.0, metadata={"help": "weight of a second single-object loss over only "
+                                                      "the descriptions alike in all but their noun (its shape)"})
 
 
 class RegionObjective(DenseObjective):
-    """clip-dense's loss + object_weight * object_loss over one object of each picture."""
+    """clip-dense's loss + object_weight * object_loss over one object of each picture (+ noun_weight
+    * the same loss among the descriptions that differ from the object's own in their noun only)."""
 
     name = "clip-regions"
     needs = Needs(objects=True)
@@ -57,6 +70,7 @@ class RegionObjective(DenseObjective):
         super().__init__(**options)
         self.candidates = descriptions(self.opts.vocabulary)
         self.index = {d: i for i, d in enumerate(self.candidates)}
+        self.alike = alike_but_noun(self.candidates)
         self._ids: torch.Tensor | None = None  # the candidates' token ids, made on the first step
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
@@ -73,4 +87,10 @@ class RegionObjective(DenseObjective):
         candidates = backend.encode_texts(self._ids).embeds
         term, right = object_loss(objects, candidates, target, backend.logit_scale)
         logs |= {"objects": float(term.detach()), "objects_right": float(right)}
-        return loss + self.opts.object_weight * term, logs
+        loss = loss + self.opts.object_weight * term
+        if self.opts.noun_weight:
+            # the count check weighs an object against the same description with another noun
+            nouns, right = object_loss(objects, candidates, target, backend.logit_scale, self.alike.to(dev)[target])
+            logs |= {"nouns": float(nouns.detach()), "nouns_right": float(right)}
+            loss = loss + self.opts.noun_weight * nouns
+        return loss, logs
