@@ -243,4 +243,6 @@ everything_from pool-objects5
 #     objects at 97.5%, the model at 96.4%. Stage 14 continued for 1,500 steps with the object term
 #     weighted 3 as in stages 12-14 and a second term among the descriptions alike but for their noun
 #     (`--noun-weight 3`: the choice a count check makes), seed 16.
+#     Measured 2026-12-05: SGI 93.2 / 92.2 (stage 14: 92.2 / 91.6); at the demo's size count 79.8 / 82.5
+#     (76.0 / 82.0), objects read at 96.3% (95.8%): not shipped (docs/experiments/2026-12-03-builtin3d.md).
 [ -n "${MODELS:-}" ] || more pool-objects-nouns 0 pool-objects5 clip-regions 16 --object-weight 3 --noun-weight 3
