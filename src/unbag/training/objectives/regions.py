@@ -52,7 +52,7 @@ def alike_but_noun(candidates: list[str]) -> torch.Tensor:
 
 @dataclass
 class RegionOptions(DenseOptions):
-    """clip-regions' own options (clip-dense's and one more)."""
+    """clip-regions' own options (clip-dense's and two more)."""
     object_weight: float = field(default=1.0, metadata={"help": "weight of the single-object description loss"})
     noun_weight: float = field(default=0.0, metadata={"help": "weight of a second single-object loss over only "
                                                       "the descriptions alike in all but their noun (its shape)"})
