@@ -52,7 +52,8 @@ from unbag import models
 from unbag.metrics.winoground import winoground
 from unbag.sgi import segments as seg
 from unbag.sgi.config import SGIConfig
-from unbag.sgi.encode import caption_segments
+from unbag.sgi.encode import ImageRegions, caption_segments
+from unbag.sgi.match import count_check
 from unbag.sgi.protocol import score_sgi
 from unbag.sgi.regions import masked, row_fill
 from unbag.training.data import WorldSource
@@ -194,13 +195,14 @@ class CountGroup:
                     ss = self.segs[n * len(item.captions) + c]
                     counted = [k for k, s in enumerate(ss) if s.kind in ("object", "group") and s.count]
                     shapes = [SHAPES3D.index(seg.description(ss[k].text).split()[-1]) for k in counted]
-                    if rule == "sgi":
-                        sim = read[:, shapes].T
-                        top, best = (sim - sim.mean(1, keepdim=True)).max(0)
-                        best = torch.where(top > 0, best, -1)
+                    if rule == "sgi":  # SGI's own check, each description a one-hot of its shape
+                        desc = torch.zeros(len(ss), len(SHAPES3D))
+                        desc[counted, shapes] = 1.0
+                        objects = ImageRegions([[None]] * len(read), read)
+                        check = sum(count_check(ss, objects, desc, fit=self.cfg.counts == "fit"))
                     else:
-                        best = torch.tensor([shapes.index(a) if a in shapes else -1 for a in read.argmax(1).tolist()])
-                    check = sum(1.0 if int((best == q).sum()) == ss[k].count else -1.0 for q, k in enumerate(counted))
+                        best = [shapes.index(a) if a in shapes else -1 for a in read.argmax(1).tolist()]
+                        check = sum(1.0 if best.count(q) == ss[k].count else -1.0 for q, k in enumerate(counted))
                     scores[n, i, c] += self.cfg.count_weight * check / len(ss)
         return self.group(scores)
 
