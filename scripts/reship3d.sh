@@ -48,9 +48,10 @@ U=.venv/bin/unbag
 PY=.venv/bin/python
 mkdir -p "$R" "$S"
 
-pool() {  # DIST N SEED: render a pool of the 3D stream once
-  [ -f "$R/pool-$1/meta.json" ] || $U world pool --data "world3d:$1" --n "$2" --seed "$3" --procs 2 \
-      --out "$R/pool-$1" --quiet
+pool() {  # DIST N SEED [SIZE]: render a pool of the 3D stream once (pool-DIST, or pool-DIST-SIZE at another size)
+  local out="$R/pool-$1${4:+-$4}"
+  [ -f "$out/meta.json" ] || $U world pool --data "world3d:$1" --n "$2" --seed "$3" --procs 2 \
+      ${4:+--size "$4"} --out "$out" --quiet
 }
 
 if [ ! -f "$S/builtin/weights.safetensors" ]; then
@@ -66,14 +67,14 @@ fi
 # the 3D ctrl (seed 0, 100 items per category and split); each stage measured on it
 [ -f "$R/ctrl3d/meta.json" ] || $U world build --style 3d --seed 0 --per-category 100 --procs 2 --out "$R/ctrl3d" --quiet
 measure() {  # STAGE [PROTOCOL...]: global, unbag's SGI (the 3D ctrl's defaults), the same in tokens
-             # mode and the paper's SGI on the 3D ctrl (or the protocols named)
+             # mode and the paper's SGI on the 3D ctrl (or the protocols named; on the ctrl CTRL if set)
   local s=$1 p q f; shift
   local ps=("$@"); [ ${#ps[@]} -eq 0 ] && ps=(global sgi sgi-tokens sgi:paper)
   set -- "$s"
   for p in "${ps[@]}"; do
     f="$S/$1/ctrl3d-${p/:/-}.json"
     q=(--protocol "$p"); [ "$p" = sgi-tokens ] && q=(--protocol sgi --region-mode tokens)
-    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:$R/ctrl3d" "${q[@]}" --out "$R/${1//\//-}-${f##*/}" \
+    [ -f "$f" ] || { $U eval --model "$S/$1" --bench "ctrl:${CTRL:-$R/ctrl3d}" "${q[@]}" --out "$R/${1//\//-}-${f##*/}" \
                      --quiet && cp "$R/${1//\//-}-${f##*/}" "$f"; }
   done
 }
@@ -99,7 +100,7 @@ train_head() {  # MODEL FEATURES HEADS_DIR KIND ARGS...: train the head on the m
     [ -f "$f/index.json" ] || $U features --model "$m" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
     $U train --method "$k" --model "$m" --data "$f" "$@" --out "$h/$k" --quiet
   fi
-  [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$m" --bench "ctrl:$R/ctrl3d" --protocol "head:$h/$k" \
+  [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$m" --bench "ctrl:${CTRL:-$R/ctrl3d}" --protocol "head:$h/$k" \
       --out "$R/${h//\//-}-$k.json" --quiet && cp "$R/${h//\//-}-$k.json" "$h/$k-ctrl3d.json"; }
 }
 train_head "$S/siblings" "$R/feat-siblings" "$S/heads" tfregions --steps 1000 --lr 3e-4
@@ -134,13 +135,14 @@ train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tfregions --steps 1000
 #    more training does. SGI's `tokens` mode encodes a region from only the patch tokens it covers;
 #    a model that never saw a subset of its tokens reads them poorly (stage 4: `ctrl3d-sgi-tokens`).
 more() {  # STAGE DROPOUT [BASE [METHOD [SEED [OPTION...]]]]: stage 4 (or the staged model BASE)
-          # continued (with METHOD, its seed and its options)
-  local base=${3:-builtin-conv} method=${4:-clip-dense} seed=${5:-6}
-  local opts=("${@:6}")
+          # continued (with METHOD, its seed and its options), on the pretraining pool at SIZE px (64)
+  local base=${3:-builtin-conv} method=${4:-clip-dense} seed=${5:-6} size=${SIZE:-64}
+  local opts=("${@:6}") data="$R/pool-pretraining" other=""
+  [ "$size" != 64 ] && { data="$data-$size"; other=$size; }
   if [ ! -f "$S/$1/weights.safetensors" ]; then
-    pool pretraining 40960 0
+    pool pretraining 40960 0 "$other"
     [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method "$method" --model "$S/$base" \
-        --data "pool:$R/pool-pretraining" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed "$seed" \
+        --data "pool:$data" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed "$seed" \
         --patch-dropout "$2" --vocabulary 3d "${opts[@]}" --out "$R/$1" --quiet \
         $( [ -f "$R/$1/ckpt/trainer.pt" ] && echo --resume )
     mkdir -p "$S/$1"
@@ -154,12 +156,14 @@ more conv-dropout 0.5
 more conv-more 0
 
 # 7. everything trained from a built-in model B (stage 6's choice first; stage 9 calls it again)
-overlay() {  # METHOD ARGS...: an overlay of B trained on the fine-tuning pool (scripts/reship.sh's recipe)
-  local m=$1; shift
+overlay() {  # METHOD ARGS...: an overlay of B trained on the fine-tuning pool (scripts/reship.sh's
+            # recipe), rendered at SIZE px (64)
+  local m=$1 data="$R/pool-finetuning" other=""; shift
+  [ "${SIZE:-64}" != 64 ] && { data="$data-$SIZE"; other=$SIZE; }
   if [ ! -f "$S/$B/methods/$m/overlay.json" ]; then
-    pool finetuning 20480 0
+    pool finetuning 20480 0 "$other"
     [ -f "$R/$B-$m/model/open_clip_config.json" ] || $U train --method "$m" --model "$S/$B" \
-        --data "pool:$R/pool-finetuning" --seed 2 --out "$R/$B-$m" --quiet "$@" \
+        --data "pool:$data" --seed 2 --out "$R/$B-$m" --quiet "$@" \
         $( [ -f "$R/$B-$m/ckpt/trainer.pt" ] && echo --resume )
     $PY - "$R/$B-$m" "$S/$B" "$S/$B/methods/$m" "$m" <<'PYEOF'
 import json, shutil, sys
@@ -174,6 +178,7 @@ PYEOF
   measure "$B/methods/$m" global sgi
 }
 everything_from() {  # B: the four overlays of B, then the four heads on each of the five models
+                     # (at SIZE px on the ctrl CTRL, when set)
   B=$1
   overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl3d-id --ckpt-every 100
   overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
@@ -246,3 +251,20 @@ everything_from pool-objects5
 #     Measured 2026-12-05: SGI 93.2 / 92.2 (stage 14: 92.2 / 91.6); at the demo's size count 79.8 / 82.5
 #     (76.0 / 82.0), objects read at 96.3% (95.8%): not shipped (docs/experiments/2026-12-03-builtin3d.md).
 [ -n "${MODELS:-}" ] || more pool-objects-nouns 0 pool-objects5 clip-regions 16 --object-weight 3 --noun-weight 3
+# 18. bench/object_reading3d.py --count: at 64 px no reader of the shipped embedding counts past
+#     83-87 OOD even with the benchmark's boxes; at 96 px the built-in tower reads the counted objects
+#     at 98.3% (97.5%) and counts 86.3 / 88.5 through SGI's check (docs/experiments/2026-12-04-count3d.md).
+#     Pretraining again at 96 px costs ~3 h of training; instead stage 14's model goes on at 96 px
+#     as CLIP's ViT-L/14@336px went on from 224 px (arXiv 2103.00020): its position embeddings resized
+#     to the 12 x 12 grid (models/overlay.py: resize_builtin), 1,500 steps of stage 17's recipe on the
+#     pretraining pool rendered at 96 px, measured on the 3D ctrl at 96 px with SGI's proposer trained
+#     at 96 px (reship/3d/proposer96: python -m unbag.sgi.proposer --px 96 --steps 6000, copied over
+#     src/unbag/weights/proposer3d while measuring). Measured 2026-12-05: SGI 97.0 / 96.2 (stage 14 at
+#     64 px: 92.2 / 91.6); at the demo's size count 86.0 / 87.3 (docs/experiments/2026-12-03-builtin3d.md).
+if [ -z "${MODELS:-}" ]; then
+  [ -f "$S/pool96/weights.safetensors" ] || [ -f "$S/pool96-init/weights.safetensors" ] || $PY -c \
+      "from unbag.models.overlay import resize_builtin; resize_builtin('$S/pool-objects5', 96, '$S/pool96-init')"
+  [ -f "$R/ctrl3d-96/meta.json" ] || $U world build --style 3d --seed 0 --per-category 100 --size 96 --procs 2 \
+      --out "$R/ctrl3d-96" --quiet
+  CTRL=$R/ctrl3d-96 SIZE=96 more pool96 0 pool96-init clip-regions 18 --object-weight 3 --noun-weight 3
+fi

@@ -115,11 +115,12 @@ def test_a_pictures_boxes_do_not_depend_on_its_batch_nor_on_the_thread_count():
 
 @pytest.mark.slow
 def test_the_shipped_proposer_finds_one_box_per_object_on_unseen_training_stream_scenes():
-    from unbag.sgi.proposer import object_boxes, training_data
+    from unbag.sgi.proposer import object_boxes, shipped, training_data
     from unbag.sgi.regions import iou
     from unbag.world.render3d import visible
 
-    images, maps = training_data(60, seed=999)  # a seed the shipped proposer was not trained on
+    # a seed the shipped proposer was not trained on, at the size it was trained at
+    images, maps = training_data(60, seed=999, px=shipped()[1]["data"]["px"])
     best, boxes = [], []
     for img, inst in zip(images, maps):
         gt = [v["box"] for v in visible(inst, int(inst.max()))]
@@ -193,6 +194,12 @@ def test_training_writes_weights_that_load_and_a_record_with_its_held_out_measur
     again = train(tmp_path / "q", n=8, steps=3, batch=4, width=8, n_val=4, crowded=0.5, data_cache=tmp_path / "cache")
     a, b = load_file(str(out / "weights.safetensors")), load_file(str(again / "weights.safetensors"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+    # at another size: pictures of that size, kept under their own name, and the size recorded
+    big = train(tmp_path / "r", n=8, steps=1, batch=4, width=8, n_val=0, crowded=0.5, data_cache=tmp_path / "cache",
+                px=32)
+    assert json.loads((big / "proposer.json").read_text())["data"]["px"] == 32
+    with np.load(tmp_path / "cache" / "proposer-data-n8-seed0-crowded0.5-px32.npz") as f:
+        assert f["images"].shape == (8, 32, 32, 3) and f["maps"].shape == (8, 32, 32)
 
 
 def test_pictures_rendered_over_two_processes_are_the_same():

@@ -176,6 +176,35 @@ def save_builtin(run: str | os.PathLike, init_spec: str, seed: int, out: str | o
     return out
 
 
+def resize_builtin(src: str | os.PathLike, image_size: int, out: str | os.PathLike) -> Path:
+    """The built-in model folder `src` at another image size, written to folder `out`: its config
+    with `image_size` replaced and the position embeddings resized to the new token grid by
+    open_clip's bicubic interpolation; every other tensor as stored. The start of a run that goes on
+    at the new size, as CLIP's ViT-L/14@336px went on from 224 px (Radford et al., arXiv 2103.00020)."""
+    from open_clip.model import resize_pos_embed
+
+    from .openclip import OpenCLIPBackend
+
+    src, out = Path(src), Path(out)
+    cfg = json.loads((src / "open_clip_config.json").read_text())
+    cfg["model_cfg"]["vision_cfg"]["image_size"] = image_size
+    cfg.setdefault("unbag", {})["resized_from"] = {"folder": str(src), "image_size": _image_size(src)}
+    state = read_safetensors(src / "weights.safetensors")
+    with atomic_dir(out, "model", overwrite=True) as tmp:
+        (tmp / "open_clip_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+        model = OpenCLIPBackend.unloaded(f"{out}", tmp).model
+        resize_pos_embed(state, model)  # in place; a no-op at the same size
+        if state["visual.positional_embedding"].shape != model.visual.positional_embedding.shape:
+            raise UnbagError(f"{src}: position embeddings {tuple(state['visual.positional_embedding'].shape)} "
+                             f"cannot be resized to {tuple(model.visual.positional_embedding.shape)}")
+        save_file(state, str(tmp / "weights.safetensors"))
+    return out
+
+
+def _image_size(folder: Path) -> int:
+    return json.loads((folder / "open_clip_config.json").read_text())["model_cfg"]["vision_cfg"]["image_size"]
+
+
 def load_builtin(path: Path, spec: str, device: str | torch.device = "cpu"):
     """The built-in model from its folder: open_clip config + `pack_builtin` weights."""
     from .openclip import OpenCLIPBackend

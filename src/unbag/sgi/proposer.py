@@ -17,6 +17,9 @@ up to two more objects, 2 to 8 in all. A held-out set of the same mix measures t
 
     python -m unbag.sgi.proposer --out src/unbag/weights/proposer3d --procs 2   # the shipped recipe: ~4 min of
     # pictures and ~22 min of training on 2 cores
+
+It learns boxes in pixels at one picture size and reads that size only (trained at 64 px, it finds
+90% of the objects of 96 px pictures at IoU 0.5 against 94% at 64 px); `--px` trains it at another.
 """
 from __future__ import annotations
 
@@ -268,8 +271,8 @@ def evaluate(model: Proposer, threshold: float, images: np.ndarray, maps: np.nda
 
 def train(out: str | Path, n: int = 16000, steps: int = 12000, batch: int = 32, lr: float = 2e-3, seed: int = 0,
           width: int = 48, threshold: float = 0.3, offset: bool = True, crowded: float = 0.5, n_val: int = 1000,
-          procs: int = 1, data_cache: str | Path | None = None, overwrite: bool = False) -> Path:
-    """Train the proposer on n training pictures (`training_data`) and write weights.safetensors and
+          procs: int = 1, data_cache: str | Path | None = None, overwrite: bool = False, px: int = 64) -> Path:
+    """Train the proposer on n training pictures of px x px (`training_data`) and write weights.safetensors and
     proposer.json (config, data, time, losses, and the held-out measures of `evaluate` on n_val
     pictures of another seed) to `out` (a folder holding files unbag did not write is refused
     unless `overwrite`). With `data_cache`, the rendered pictures are kept in that folder, named by
@@ -282,12 +285,12 @@ def train(out: str | Path, n: int = 16000, steps: int = 12000, batch: int = 32, 
 
     def data(n, seed):
         if data_cache is None:
-            return training_data(n, seed, crowded=crowded, procs=procs, progress=True)
-        cache = Path(data_cache) / f"proposer-data-n{n}-seed{seed}-crowded{crowded}-px64.npz"
+            return training_data(n, seed, px, crowded=crowded, procs=procs, progress=True)
+        cache = Path(data_cache) / f"proposer-data-n{n}-seed{seed}-crowded{crowded}-px{px}.npz"
         if cache.is_file():
             with np.load(cache) as f:
                 return f["images"], f["maps"]
-        images, maps = training_data(n, seed, crowded=crowded, procs=procs, progress=True)
+        images, maps = training_data(n, seed, px, crowded=crowded, procs=procs, progress=True)
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(cache.name + ".partial.npz")  # whole or not at all
         np.savez_compressed(tmp, images=images, maps=maps)
@@ -337,7 +340,7 @@ def train(out: str | Path, n: int = 16000, steps: int = 12000, batch: int = 32, 
     t_train = time.time() - t0 - t_data
     record = {"width": width, "threshold": threshold, "stride": STRIDE, "offset": offset,
               "data": {"stream": "world3d:pretraining scenes" + (f", {crowded:.0%} fuller scenes" if crowded else ""),
-                       "n": n, "seed": seed, "px": 64, "crowded": crowded},
+                       "n": n, "seed": seed, "px": px, "crowded": crowded},
               "train": {"steps": steps, "batch": batch, "lr": lr, "seed": seed, "mirror": True},
               "data_s": round(t_data, 1), "train_s": round(t_train, 1), "log": log,
               "versions": versions()}
@@ -367,6 +370,7 @@ if __name__ == "__main__":
     p.add_argument("--procs", type=int, default=1, help="processes rendering the pictures")
     p.add_argument("--data-cache", help="a folder to keep the rendered pictures in for the next run")
     p.add_argument("--overwrite", action="store_true", help="replace a folder unbag wrote")
+    p.add_argument("--px", type=int, default=64, help="the pictures' side: the size SGI will read them at")
     a = p.parse_args()
     print(train(a.out, n=a.n, steps=a.steps, batch=a.batch, seed=a.seed, width=a.width, offset=a.offset,
-                crowded=a.crowded, n_val=a.n_val, procs=a.procs, data_cache=a.data_cache, overwrite=a.overwrite))
+                crowded=a.crowded, n_val=a.n_val, procs=a.procs, data_cache=a.data_cache, overwrite=a.overwrite, px=a.px))
