@@ -268,3 +268,10 @@ if [ -z "${MODELS:-}" ]; then
       --out "$R/ctrl3d-96" --quiet
   CTRL=$R/ctrl3d-96 SIZE=96 more pool96 0 pool96-init clip-regions 18 --object-weight 3 --noun-weight 3
 fi
+# 19. stage 7 on stage 18's model at 96 px: the overlays on the fine-tuning pool rendered at 96 px,
+#     the heads on features of 96 px SWAP items, everything measured on the 3D ctrl at 96 px, with
+#     SGI's proposer trained at 96 px in place (reship/3d/proposer96 copied over
+#     src/unbag/weights/proposer3d: the heads' region features and SGI's scores come from it).
+[ "$(cat src/unbag/weights/proposer3d/proposer.json | $PY -c 'import json,sys; print(json.load(sys.stdin)["data"]["px"])')" = 96 ] \
+  || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d (reship/3d/proposer96)" >&2; exit 1; }
+CTRL=$R/ctrl3d-96 SIZE=96 everything_from pool96
