@@ -48,10 +48,13 @@ U=.venv/bin/unbag
 PY=.venv/bin/python
 mkdir -p "$R" "$S"
 
-pool() {  # DIST N SEED [SIZE]: render a pool of the 3D stream once (pool-DIST, or pool-DIST-SIZE at another size)
-  local out="$R/pool-$1${4:+-$4}"
+pool_dir() {  # DIST: the folder of the pool of the 3D stream DIST at SIZE px (64): pool-DIST, pool-DIST-SIZE
+  echo "$R/pool-$1$( [ "${SIZE:-64}" != 64 ] && echo "-$SIZE" )"
+}
+pool() {  # DIST N SEED: render a pool of the 3D stream at SIZE px (64) once
+  local out; out=$(pool_dir "$1")
   [ -f "$out/meta.json" ] || $U world pool --data "world3d:$1" --n "$2" --seed "$3" --procs 2 \
-      ${4:+--size "$4"} --out "$out" --quiet
+      --size "${SIZE:-64}" --out "$out" --quiet
 }
 
 if [ ! -f "$S/builtin/weights.safetensors" ]; then
@@ -136,13 +139,12 @@ train_head "$S/builtin-conv" "$f" "$S/builtin-conv/heads" tfregions --steps 1000
 #    a model that never saw a subset of its tokens reads them poorly (stage 4: `ctrl3d-sgi-tokens`).
 more() {  # STAGE DROPOUT [BASE [METHOD [SEED [OPTION...]]]]: stage 4 (or the staged model BASE)
           # continued (with METHOD, its seed and its options), on the pretraining pool at SIZE px (64)
-  local base=${3:-builtin-conv} method=${4:-clip-dense} seed=${5:-6} size=${SIZE:-64}
-  local opts=("${@:6}") data="$R/pool-pretraining" other=""
-  [ "$size" != 64 ] && { data="$data-$size"; other=$size; }
+  local base=${3:-builtin-conv} method=${4:-clip-dense} seed=${5:-6}
+  local opts=("${@:6}")
   if [ ! -f "$S/$1/weights.safetensors" ]; then
-    pool pretraining 40960 0 "$other"
+    pool pretraining 40960 0
     [ -f "$R/$1/model/open_clip_config.json" ] || $U train --method "$method" --model "$S/$base" \
-        --data "pool:$data" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed "$seed" \
+        --data "pool:$(pool_dir pretraining)" --steps 1500 --batch-size 128 --lr 3e-4 --warmup 20 --seed "$seed" \
         --patch-dropout "$2" --vocabulary 3d "${opts[@]}" --out "$R/$1" --quiet \
         $( [ -f "$R/$1/ckpt/trainer.pt" ] && echo --resume )
     mkdir -p "$S/$1"
@@ -158,12 +160,11 @@ more conv-more 0
 # 7. everything trained from a built-in model B (stage 6's choice first; stage 9 calls it again)
 overlay() {  # METHOD ARGS...: an overlay of B trained on the fine-tuning pool (scripts/reship.sh's
             # recipe), rendered at SIZE px (64)
-  local m=$1 data="$R/pool-finetuning" other=""; shift
-  [ "${SIZE:-64}" != 64 ] && { data="$data-$SIZE"; other=$SIZE; }
+  local m=$1; shift
   if [ ! -f "$S/$B/methods/$m/overlay.json" ]; then
-    pool finetuning 20480 0 "$other"
+    pool finetuning 20480 0
     [ -f "$R/$B-$m/model/open_clip_config.json" ] || $U train --method "$m" --model "$S/$B" \
-        --data "pool:$data" --seed 2 --out "$R/$B-$m" --quiet "$@" \
+        --data "pool:$(pool_dir finetuning)" --seed 2 --out "$R/$B-$m" --quiet "$@" \
         $( [ -f "$R/$B-$m/ckpt/trainer.pt" ] && echo --resume )
     $PY - "$R/$B-$m" "$S/$B" "$S/$B/methods/$m" "$m" <<'PYEOF'
 import json, shutil, sys
@@ -272,6 +273,6 @@ fi
 #     the heads on features of 96 px SWAP items, everything measured on the 3D ctrl at 96 px, with
 #     SGI's proposer trained at 96 px in place (reship/3d/proposer96 copied over
 #     src/unbag/weights/proposer3d: the heads' region features and SGI's scores come from it).
-[ "$(cat src/unbag/weights/proposer3d/proposer.json | $PY -c 'import json,sys; print(json.load(sys.stdin)["data"]["px"])')" = 96 ] \
+[ "$($PY -c 'import json; print(json.load(open("src/unbag/weights/proposer3d/proposer.json"))["data"]["px"])')" = 96 ] \
   || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d (reship/3d/proposer96)" >&2; exit 1; }
 CTRL=$R/ctrl3d-96 SIZE=96 everything_from pool96

@@ -187,8 +187,9 @@ def resize_builtin(src: str | os.PathLike, image_size: int, out: str | os.PathLi
 
     src, out = Path(src), Path(out)
     cfg = json.loads((src / "open_clip_config.json").read_text())
-    cfg["model_cfg"]["vision_cfg"]["image_size"] = image_size
-    cfg.setdefault("unbag", {})["resized_from"] = {"folder": str(src), "image_size": _image_size(src)}
+    vision = cfg["model_cfg"]["vision_cfg"]
+    cfg.setdefault("unbag", {})["resized_from"] = {"folder": str(src), "image_size": vision["image_size"]}
+    vision["image_size"] = image_size
     state = read_safetensors(src / "weights.safetensors")
     with atomic_dir(out, "model", overwrite=True) as tmp:
         (tmp / "open_clip_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
@@ -199,10 +200,6 @@ def resize_builtin(src: str | os.PathLike, image_size: int, out: str | os.PathLi
                              f"cannot be resized to {tuple(model.visual.positional_embedding.shape)}")
         save_file(state, str(tmp / "weights.safetensors"))
     return out
-
-
-def _image_size(folder: Path) -> int:
-    return json.loads((folder / "open_clip_config.json").read_text())["model_cfg"]["vision_cfg"]["image_size"]
 
 
 def load_builtin(path: Path, spec: str, device: str | torch.device = "cpu"):
