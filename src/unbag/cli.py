@@ -7,7 +7,7 @@ import sys
 import warnings
 
 from .errors import UnbagError, UnbagWarning
-from .world.styles import DEFAULT as DEFAULT_STYLE, STYLES, render_procs
+from .world.styles import DEFAULT as DEFAULT_STYLE, PX_3D, SIZES, STYLES, render_procs
 
 _default_showwarning = warnings.showwarning
 
@@ -242,7 +242,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     b.add_argument("--out", required=True)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--per-category", type=int, default=400, help="items per category and split")
-    b.add_argument("--size", type=int, default=64, help="image side in pixels")
+    b.add_argument("--size", type=int, default=None,
+                   help="image side in pixels (default: the world's, " + ", ".join(f"{k} {v}" for k, v in SIZES.items()) + ")")
     b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
     b.add_argument("--style", default=None, choices=STYLES,
                    help=f"flat: 2D shapes (format 1); 3d: CLEVR scenes (format 2; docs/world3d.md); default {DEFAULT_STYLE}")
@@ -257,7 +258,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
                     "world3d:pretraining-web | world3d:pretraining-siblings")
     pl.add_argument("--seed", type=int, default=0, help="the stream's seed")
     pl.add_argument("--n", type=int, default=4096, help="samples (each with its twin when it has one)")
-    pl.add_argument("--size", type=int, default=64, help="image side in pixels (the model's input size)")
+    pl.add_argument("--size", type=int, default=PX_3D,
+                    help=f"image side in pixels: the input size of the model trained on it (default {PX_3D})")
     pl.add_argument("--procs", type=int, default=render_procs(), help="rendering processes")
     pl.add_argument("--quiet", action="store_true")
     _add_overwrite(pl)

@@ -40,6 +40,18 @@ def test_the_generated_benchmarks_are_drawn_in_the_default_world(monkeypatch, de
     assert one.info["style"] == default and one.items[0].captions == b.only("ood-color-0000").items[0].captions
 
 
+def test_a_result_made_at_another_size_is_made_again(monkeypatch):
+    # the stamp `unbag run` compares with a recorded result holds the size the world is drawn at
+    before = benchmarks.stamp("ctrl@3d")
+    monkeypatch.setitem(styles.SIZES, "3d", 48)
+    after = benchmarks.stamp("ctrl@3d")
+    assert before["size"] == styles.PX_3D and after["size"] == 48
+    b = benchmarks.load("ctrl@3d", per_category=1)
+    r = benchmarks.load("ctrl-retrieval@3d:2")
+    assert b.image_size == 48 and b.info["size"] == 48 and r.info["size"] == 48
+    assert {len(im) for it in b.items for im in it.images} == {48} and benchmarks.stamp("ctrl@flat")["size"] == 64
+
+
 def test_a_world_named_in_the_spec_beats_the_default(monkeypatch):
     monkeypatch.setattr(styles, "DEFAULT", "flat")
     b = benchmarks.load("ctrl@3d", per_category=1)

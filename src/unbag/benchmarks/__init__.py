@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple
 
 from ..errors import UnbagError
 from ..world.swap import CATEGORIES
-from ..world.styles import render_procs, render_version, resolve
+from ..world.styles import render_procs, render_version, resolve, size
 from .base import Benchmark, Item, image_key, load_image
 
 
@@ -153,21 +153,21 @@ def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | Non
         # rendered over the machine's cores (the same bytes for any number) when there is enough to
         # pay for starting the processes (a few seconds each)
         procs = render_procs() if n >= 20 else 1
-        return ctrl.generated3d(seed=seed, per_category=n, procs=procs)
-    return ctrl.generated(seed=seed, per_category=n)
+        return ctrl.generated3d(seed=seed, per_category=n, px=size(style), procs=procs)
+    return ctrl.generated(seed=seed, per_category=n, px=size(style))
 
 
 def _render_stamp(path: str, world: str | None = None) -> dict:
-    """The world and renderer version of a generated benchmark (called for generated specs only:
-    the files of one read from disk are fingerprinted instead)."""
-    return {"style": resolve(world), "render": render_version(world)}
+    """The world, renderer version and picture size of a generated benchmark (called for generated
+    specs only: the files of one read from disk are fingerprinted instead)."""
+    return {"style": resolve(world), "render": render_version(world), "size": size(world)}
 
 
 def _ctrl_retrieval(path: str, world: str | None, seed: int):
     from .retrieval import ctrl_retrieval
     if path and not path.isdigit():
         raise UnbagError(f"ctrl-retrieval:{path}: the part after ':' is the number of scenes")
-    return ctrl_retrieval(int(path) if path else 1000, style=world)
+    return ctrl_retrieval(int(path) if path else 1000, px=size(world), style=world)
 
 
 PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")

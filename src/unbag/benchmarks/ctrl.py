@@ -10,7 +10,7 @@ from ..errors import UnbagError, where
 from ..utils import read_json
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
-from ..world.styles import render_version, resolve
+from ..world.styles import PX_3D, PX_FLAT, render_version, resolve, size
 from ..world.swap import CATEGORIES, SPLITS
 from .base import Benchmark, Item, load_image
 
@@ -24,7 +24,7 @@ def _item(sw, px: int) -> Item:
                 meta={k: rec[k] for k in ("segments", "objects", "held_out")})
 
 
-def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64) -> Benchmark:
+def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = PX_FLAT) -> Benchmark:
     """The ctrl benchmark rendered in memory (identical pixels to `unbag world build`)."""
     items = [_item(sw, px) for sw in generate(seed, per_category)]
     return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
@@ -54,7 +54,7 @@ def _item3d(sw, images: list[bytes]) -> Item:
                 meta={k: rec[k] for k in ("segments", "objects", "held_out", "scenes")})
 
 
-def generated3d(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = 64,
+def generated3d(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int = PX_3D,
                 procs: int = 1, categories: list[str] | None = None) -> Benchmark:
     """The 3D ctrl benchmark rendered in memory (the pixels of `unbag world build --style 3d`; of
     some `categories` only, when given)."""
@@ -84,13 +84,14 @@ def validation(seed: int, per_category: int, px: int, style: str = "flat") -> Be
                            "source": "generated"}, sgi=dict(SGI_3D) if style == "3d" else {})
 
 
-def generated_item(item_id: str, seed: int = 0, px: int = 64, style: str | None = None) -> Benchmark:
+def generated_item(item_id: str, seed: int = 0, px: int | None = None, style: str | None = None) -> Benchmark:
     """One item of the generated benchmark of a world (None: the default one), by id
-    ('{split}-{category}-{index}'), built alone."""
+    ('{split}-{category}-{index}'), built alone at px (None: the world's size)."""
     parts = item_id.split("-")
     if len(parts) != 3 or parts[0] not in SPLITS or parts[1] not in CATEGORIES or not parts[2].isdigit():
         raise UnbagError(f"ctrl: bad item id {item_id!r}; expected split-category-index, e.g. ood-color-0003")
     style = resolve(style)
+    px = size(style) if px is None else px
     if style == "3d":
         from ..world.io import render_item3d
         it = _item3d(*render_item3d((seed, parts[0], parts[1], int(parts[2]), px))[:2])

@@ -50,12 +50,13 @@ def _mapper(procs: int):
         yield lambda fn, jobs: pool.imap(fn, jobs, chunksize=16)
 
 
-def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
+def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int | None = None,
                    dist: str = "pretraining", style: str | None = None) -> RetrievalSet:
     """n stream samples of one of a world's training distributions (None: the default world),
-    with their captions."""
-    from ..world.styles import render_procs, render_version, resolve
+    with their captions, at px (None: the world's size)."""
+    from ..world.styles import render_procs, render_version, resolve, size
     style = resolve(style)
+    px = size(style) if px is None else px
     jobs = [(style, seed, k, px, dist) for k in range(n)]
     procs = render_procs() if style == "3d" and n >= 200 else 1
     images, texts, index, image_texts = [], [], {}, []
@@ -69,7 +70,7 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int = 64,
         image_texts.append([index[caption]])
     return RetrievalSet("ctrl-retrieval", f"ctrl-retrieval (seed {seed}, n {n})", images, texts, image_texts,
                         {"seed": seed, "n_images": n, "n_texts": len(texts), "distribution": dist,
-                         "style": style, "render": render_version(style)}, px)
+                         "style": style, "render": render_version(style), "size": px}, px)
 
 
 def karpathy(path: str, image_root: str | None = None, split: str = "test") -> RetrievalSet:

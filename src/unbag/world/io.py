@@ -27,7 +27,7 @@ from rich.progress import track
 from ..utils import atomic_dir
 from .render import RENDER_VERSION, render
 from .scene import HELD_OUT
-from .styles import resolve
+from .styles import resolve, size
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
 
 FORMAT, VERSION = "unbag-ctrl", 1
@@ -66,13 +66,14 @@ def generate(seed: int, per_category: int, categories: list[str] | None = None):
                 yield build_item(seed, split, cat, i)
 
 
-def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: int = 64,
+def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: int | None = None,
           categories: list[str] | None = None, progress: bool = True, overwrite: bool = False,
           style: str | None = None, procs: int = 1) -> Path:
     """Write the benchmark to `out` atomically (a failed build leaves nothing behind) in the world
-    `style` (flat | 3d; None: the default world); 3d renders CLEVR scenes over `procs` processes
-    (the same bytes for any number)."""
+    `style` (flat | 3d; None: the default world) at px (None: the world's size, world/styles.py);
+    3d renders CLEVR scenes over `procs` processes (the same bytes for any number)."""
     from ..errors import UnbagError
+    px = size(style) if px is None else px
     categories = list(categories or CATEGORIES)
     for c in categories:
         if c not in CATEGORIES:

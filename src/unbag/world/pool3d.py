@@ -31,6 +31,7 @@ from ..utils import atomic_dir, atomic_write, check_out, read_json
 from . import captions as cap
 from .stream import Sample, Twin
 from .swap3d import scene_from_record, scene_record
+from .styles import PX_3D
 
 FORMAT, VERSION, SHARD = "unbag-pool3d", 1, 512
 
@@ -79,7 +80,7 @@ def _render_shard(job: tuple[int, str, int, int, int]) -> tuple[int, bytes]:
 
 
 def build_pool(out: str | os.PathLike, data: str = "world3d:finetuning", seed: int = 0, n: int = 4096,
-               px: int = 64, procs: int = 1, progress: bool = True, overwrite: bool = False) -> Path:
+               px: int = PX_3D, procs: int = 1, progress: bool = True, overwrite: bool = False) -> Path:
     """Render samples 0..n-1 of a 3D stream (`world3d:DIST`) and their twins into a pool folder."""
     from rich.progress import track
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .styles import PX_3D
+
 # Bumped whenever the same scene renders to other pixels (recorded by 3D benchmarks; flat ones are
 # at 1-2, so the numbers never meet). 3 (2026-12-02): the first 3D world.
 RENDER_VERSION = 3
@@ -293,7 +295,7 @@ def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
     return out
 
 
-def picture(scene: Scene3D, px: int = 64) -> np.ndarray:
+def picture(scene: Scene3D, px: int = PX_3D) -> np.ndarray:
     """The RGB picture of a scene rendered on one torch thread (the same bytes in any process)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -303,12 +305,12 @@ def picture(scene: Scene3D, px: int = 64) -> np.ndarray:
         torch.set_num_threads(before)
 
 
-def render(scene: Scene3D, px: int = 64, supersample: int = 2) -> tuple[np.ndarray, np.ndarray]:
+def render(scene: Scene3D, px: int = PX_3D, supersample: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """(RGB uint8 [px, px, 3], instance map int [px, px]: object index + 1, 0 for floor and sky)."""
     return shaded(scene, px, supersample), instances(scene, px)
 
 
-def shaded(scene: Scene3D, px: int = 64, supersample: int = 2) -> np.ndarray:
+def shaded(scene: Scene3D, px: int = PX_3D, supersample: int = 2) -> np.ndarray:
     """The RGB picture alone, uint8 [px, px, 3] (`supersample`^2 rays a pixel, averaged)."""
     g = _objects(scene)
     fwd, right, up = (v.float() for v in scene.camera.basis())

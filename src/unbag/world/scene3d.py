@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, shaded
+from .styles import PX_3D
 
 SHAPES3D = ("cube", "sphere", "cylinder")
 MATERIALS3D = ("rubber", "metal")
@@ -44,7 +45,7 @@ def random_object(rng: np.random.Generator) -> Obj3D:
                  str(rng.choice(MATERIALS3D)), 0.0, 0.0)
 
 
-def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64, draw: bool = True
+def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = PX_3D, draw: bool = True
           ) -> tuple[Scene3D, np.ndarray | None, np.ndarray]:
     """A scene of objects with the given attributes placed by CLEVR's rules, with its picture
     (None unless `draw`) and instance map; raises RuntimeError when no placement keeps every object
@@ -72,7 +73,7 @@ def place(rng: np.random.Generator, attrs: list[Obj3D], px: int = 64, draw: bool
     raise RuntimeError(f"no placement of {len(attrs)} objects keeps each visible in {TRIES} tries")
 
 
-def place_drawn(rng: np.random.Generator, draw: Callable[[np.random.Generator], list[Obj3D]], px: int = 64
+def place_drawn(rng: np.random.Generator, draw: Callable[[np.random.Generator], list[Obj3D]], px: int = PX_3D
                 ) -> tuple[Scene3D, np.ndarray]:
     """(scene, instance map) of objects drawn by `draw(rng)` and placed by `place`; objects are
     drawn again until a placement keeps every one visible."""

@@ -26,6 +26,7 @@ from .render3d import instances, picture
 from .scene3d import SHAPES3D, min_visible, place_drawn, placed
 from .stream import Distribution, Sample, Twin, _swaps, distribution
 from .swap3d import RELATIONS3D, VALUES, positions, held_out, random_obj, relation_holds
+from .styles import PX_3D
 
 
 def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:
@@ -74,7 +75,7 @@ def describe(scene, rng: np.random.Generator) -> str:
     return cap.apply(cap.choose_form(objs, rng, cap.TEMPLATES, RELATIONS3D, _holds(scene)), objs)[0]
 
 
-def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = "finetuning") -> Sample:
+def sample(seed: int, index: int, px: int = PX_3D, dist: str | Distribution = "finetuning") -> Sample:
     """Training sample `index` of the 3D stream with this seed, from distribution `dist`."""
     d = distribution(dist)
     rng = np.random.default_rng([seed, 3, 7, index])  # 3: the 3D world; 7: apart from test items
@@ -91,7 +92,7 @@ def sample(seed: int, index: int, px: int = 64, dist: str | Distribution = "fine
     return Sample(picture(scene, px), text, segs, scene, form)
 
 
-def twin(seed: int, index: int, px: int = 64, s: Sample | None = None,
+def twin(seed: int, index: int, px: int = PX_3D, s: Sample | None = None,
          dist: str | Distribution = "finetuning") -> Twin | None:
     """A binding-swap twin of sample `index`: the same camera and lights, one swap (attribute,
     count or relation) that keeps CLEVR's rules and every object visible, stays inside the

@@ -13,6 +13,10 @@ from ..errors import UnbagError
 
 STYLES = ("flat", "3d")
 DEFAULT = "3d"
+# the side in pixels a world's pictures are drawn at unless asked otherwise: the input size of the
+# built-in model of that world
+PX_FLAT, PX_3D = 64, 64
+SIZES = {"flat": PX_FLAT, "3d": PX_3D}
 
 
 def resolve(style: str | None) -> str:
@@ -22,6 +26,11 @@ def resolve(style: str | None) -> str:
     if style not in STYLES:
         raise UnbagError(f"world {style!r}: one of {', '.join(STYLES)}")
     return style
+
+
+def size(style: str | None) -> int:
+    """The side in pixels a world's pictures are drawn at by default (None: the default world)."""
+    return SIZES[resolve(style)]
 
 
 def render_procs() -> int:

@@ -26,6 +26,7 @@ import numpy as np
 from . import captions as cap
 from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, visible
 from .scene3d import MATERIALS3D, SHAPES3D, TRIES, min_visible, placed
+from .styles import PX_3D
 
 CATEGORIES = ("color", "size", "material", "count", "relation")
 SPLITS = ("id", "ood")
@@ -189,7 +190,7 @@ def _relevant_held_out(scenes: list[Scene3D], category: str) -> bool:
     return any(scene_held_out(s) for s in scenes)
 
 
-def build_item(seed: int, split: str, category: str, index: int, px: int = 64) -> SwapItem3D:
+def build_item(seed: int, split: str, category: str, index: int, px: int = PX_3D) -> SwapItem3D:
     """Deterministic 3D SWAP item `index` of (split, category) for a world seed, checked at `px`
     (every object keeps CLEVR's minimum visible pixels in both images)."""
     if split not in SPLITS:
