@@ -100,6 +100,39 @@ def test_bad_plans_name_the_field(tmp_path):
                  "s = { protocol = 'sgi:paper', models = ['b'] }\n")
     with pytest.raises(UnbagError, match=r"protocols.s.models: a list of the plan's model names \(a\)"):
         read_plan(p)
+    for bad in ("0", "2.5", "'all'", "true"):
+        p.write_text(f"per_category = {bad}\n[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\ng = 'global'\n")
+        with pytest.raises(UnbagError, match="field 'per_category' must be a whole number >= 1"):
+            read_plan(p)
+
+
+def test_a_plan_sets_the_generated_ctrls_items_and_a_changed_number_runs_again(tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real = evaluate_mod.evaluate
+
+    def counting(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(evaluate_mod, "evaluate", counting)
+    p = tmp_path / "plan.toml"
+    out = tmp_path / "out"
+    body = f'out = "{out}"\n[models]\nb = "builtin"\n[benchmarks]\nctrl = "ctrl@flat"\n' \
+           'retrieval = "ctrl-retrieval@flat:20"\n[protocols]\nglobal = "global"\n'
+    p.write_text("per_category = 2\n" + body)
+    first = {r["benchmark"]["spec"]: r for r in run_plan(p, progress=False)}
+    assert first["ctrl@flat"]["benchmark"]["per_category"] == 2 and first["ctrl@flat"]["n_items"] == 20
+    assert calls["n"] == 2  # the retrieval set is no ctrl: its count is its own (:20)
+    run_plan(p, progress=False)
+    assert calls["n"] == 2  # the same plan again: every cell reused
+    p.write_text("per_category = 3\n" + body)
+    again = {r["benchmark"]["spec"]: r for r in run_plan(p, progress=False)}
+    assert calls["n"] == 3 and again["ctrl@flat"]["benchmark"]["per_category"] == 3
+    from unbag.benchmarks import ctrl
+    monkeypatch.setattr(ctrl, "DEFAULT_PER_CATEGORY", 1)  # a small default: the cell is quick
+    p.write_text(body)  # no per_category: the default's items, not the last run's 3
+    last = {r["benchmark"]["spec"]: r for r in run_plan(p, progress=False)}
+    assert calls["n"] == 4 and last["ctrl@flat"]["n_items"] == 10
 
 
 def test_a_protocol_can_be_limited_to_some_models(tiny_bench, tmp_path, monkeypatch):

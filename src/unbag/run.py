@@ -53,7 +53,8 @@ from .protocols import SGI_PRESETS, resolve
 from .utils import atomic_write, check_out, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
-PLAN_KEYS = frozenset({"out", "seed", "precision", "explain", "models", "train", "benchmarks", "protocols"})
+PLAN_KEYS = frozenset({"out", "seed", "per_category", "precision", "explain", "models", "train", "benchmarks",
+                       "protocols"})
 
 
 def read_plan(path: str | Path) -> dict:
@@ -88,6 +89,9 @@ def read_plan(path: str | Path) -> dict:
     if plan.get("precision", "auto") not in PRECISIONS:
         raise UnbagError(f"{path}: field 'precision' must be one of {', '.join(PRECISIONS)}, "
                          f"got {plan['precision']!r}")
+    n = plan.get("per_category")
+    if n is not None and not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+        raise UnbagError(f"{path}: field 'per_category' must be a whole number >= 1, got {n!r}")
     explain = plan.get("explain", [])
     if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
         raise UnbagError(f"{path}: field 'explain' must be a list of item ids, e.g. [\"ood-color-0000\"]")
@@ -112,6 +116,9 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     for name, table in plan.get("train", {}).items():
         model_specs[name] = str(train_entry(name, table, root, progress, device))
     seed = int(plan.get("seed", 0))
+    # items per category and split of the generated benchmarks that take a number (ctrl)
+    sizes = {spec: plan.get("per_category") if benchmarks.sized(spec) else None
+             for spec in plan["benchmarks"].values()}
     precision = str(plan.get("precision", "auto"))
     protocols = {p: (v, {}) if isinstance(v, str) else
                  (v["protocol"], {k: x for k, x in v.items() if k not in ("protocol", "models")})
@@ -137,14 +144,13 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                 backend = load(model_specs[m], device=device)
             if res is not None and model_specs[m] not in ids:  # which weights the spec means now
                 ids[model_specs[m]] = weights_id(backend)
+            spec = plan["benchmarks"][b]
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options,
-                                              plan["benchmarks"][b], seed, files[plan["benchmarks"][b]],
-                                              _precision(backend, precision)):
-                spec = plan["benchmarks"][b]
+                                              spec, seed, files[spec], _precision(backend, precision), sizes[spec]):
                 if spec not in loaded:  # generate/read each benchmark once per run; keep the last
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
-                    loaded[spec] = benchmarks.load(spec, seed=seed)
+                    loaded[spec] = benchmarks.load(spec, seed=seed, per_category=sizes[spec])
                 res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
                                progress=False, options=options, precision=precision, cache=cache)
             res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
@@ -196,18 +202,19 @@ def _precision(backend, precision: str) -> str:
 
 
 def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str,
-                seed: int, files: str | None, precision: str = "fp32") -> bool:
+                seed: int, files: str | None, precision: str = "fp32", per_category: int | None = None) -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
     the cell run again instead of being reused), on the same benchmark spec, seed and files
-    (`files_fingerprint`), in the same precision, and on the same pixels where unbag renders them."""
+    (`files_fingerprint`), in the same precision, and on the same pixels and items where unbag
+    generates them (`per_category`: the plan's, None for the default)."""
     recorded_bench = res.get("benchmark", {})
     if recorded_bench.get("spec") != bench or res.get("seed") != seed or recorded_bench.get("files") != files:
         return False
     if res.get("config", {}).get("precision") != precision:
         return False
-    if any(recorded_bench.get(k) != v for k, v in benchmarks.stamp(bench).items()):
-        return False  # made by another renderer
+    if any(recorded_bench.get(k) != v for k, v in benchmarks.stamp(bench, per_category).items()):
+        return False  # made by another renderer, at another size or on other items
     from .protocols import build
 
     recorded = json.loads(json.dumps(build(protocol, options, bench)[1]))  # tuples -> lists, as stored

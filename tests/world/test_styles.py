@@ -35,7 +35,8 @@ def test_the_generated_benchmarks_are_drawn_in_the_default_world(monkeypatch, de
     assert b.info["style"] == default and r.info["style"] == default and len(r.images) == 3
     # what `unbag run` compares a recorded result with is what the benchmark records
     for spec, bench in (("ctrl", b), ("ctrl-retrieval:3", r)):
-        assert all(bench.info[k] == v for k, v in benchmarks.stamp(spec).items())
+        assert all(bench.info[k] == v for k, v in benchmarks.stamp(spec, per_category=1).items())
+    assert benchmarks.stamp("ctrl", 1)["per_category"] == 1 and benchmarks.stamp("ctrl")["per_category"] == 400
     one = benchmarks.load_item("ctrl", "ood-color-0000")
     assert one.info["style"] == default and one.items[0].captions == b.only("ood-color-0000").items[0].captions
 

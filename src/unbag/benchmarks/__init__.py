@@ -109,9 +109,9 @@ class Kind:
     # a generated benchmark of another size or world (spec's path, seed, items per category and
     # split or None, style or None)
     sized: Callable | None = None
-    # what a generated benchmark records of its generator (spec's path, world or None -> info
-    # values): a result that recorded others was made in another world or by another renderer, and
-    # `unbag run` makes it again
+    # what a generated benchmark records of its generator (spec's path, world or None, items per
+    # category and split or None -> info values): a result that recorded others was made in
+    # another world, by another renderer or on other items, and `unbag run` makes it again
     stamp: Callable | None = None
     # generated in either world: NAME@flat / NAME@3d (plain NAME: the default world, world/styles.py);
     # its loader gets the world where others get their third part
@@ -157,10 +157,16 @@ def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | Non
     return ctrl.generated(seed=seed, per_category=n, px=size(style))
 
 
-def _render_stamp(path: str, world: str | None = None) -> dict:
+def _render_stamp(path: str, world: str | None = None, per_category: int | None = None) -> dict:
     """The world, renderer version and picture size of a generated benchmark (called for generated
     specs only: the files of one read from disk are fingerprinted instead)."""
     return {"style": resolve(world), "render": render_version(world), "size": size(world)}
+
+
+def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = None) -> dict:
+    """`_render_stamp` and the items per category and split of the generated ctrl."""
+    from .ctrl import DEFAULT_PER_CATEGORY
+    return _render_stamp(path, world) | {"per_category": per_category or DEFAULT_PER_CATEGORY}
 
 
 def _ctrl_retrieval(path: str, world: str | None, seed: int):
@@ -189,7 +195,7 @@ EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-00
 BENCHMARKS: dict[str, Kind] = {
     "ctrl": Kind("ctrl[@flat|@3d] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
-                 sized=_ctrl_sized, stamp=_render_stamp, worlds=True),
+                 sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True),
     "ctrl-retrieval": Kind("ctrl-retrieval[@flat|@3d][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp, worlds=True),
@@ -325,11 +331,17 @@ def generated(spec: str) -> bool:
     return not path or (not k.needs_dir and path.isdigit())
 
 
-def stamp(spec: str) -> dict:
-    """What a result made on the benchmark `spec` must have recorded of its generator (its world
-    and renderer version), {} where nothing is generated."""
+def stamp(spec: str, per_category: int | None = None) -> dict:
+    """What a result made on the benchmark `spec` (generated with `per_category` items per
+    category and split, where it takes a number) must have recorded of its generator: its world,
+    renderer version, size and item count; {} where nothing is generated."""
     k, _, path, third = parse(spec)
-    return k.stamp(path, third) if k.stamp and generated(spec) else {}
+    return k.stamp(path, third, per_category) if k.stamp and generated(spec) else {}
+
+
+def sized(spec: str) -> bool:
+    """Whether the benchmark `spec` is generated with a number of items per category and split."""
+    return kind(spec).sized is not None and generated(spec)
 
 
 def summary(name: str) -> Summary:
@@ -351,5 +363,5 @@ def forms() -> str:
     return " | ".join(k.form for k in BENCHMARKS.values())
 
 
-__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms", "sgi_defaults",
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms", "sgi_defaults", "sized",
            "files_fingerprint", "stamp", "summary", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]
