@@ -273,6 +273,10 @@ fi
 #     the heads on features of 96 px SWAP items, everything measured on the 3D ctrl at 96 px, with
 #     SGI's proposer trained at 96 px in place (reship/3d/proposer96 copied over
 #     src/unbag/weights/proposer3d: the heads' region features and SGI's scores come from it).
+#     Measured 2026-12-05 (100 items per category and split at 96 px): SGI OOD 96-98 on all five
+#     models; FT's global cosine gains ID (color 19 -> 48, material 19 -> 65) more than OOD
+#     (7 -> 18, 14 -> 18); TFRegions on the pretrained model counts at 95 / 89 (64 px: 82 / 79).
+#     The heads ran in two lanes (MODELS="pretrained ft negclip" and MODELS="degla clic").
 [ "$($PY -c 'import json; print(json.load(open("src/unbag/weights/proposer3d/proposer.json"))["data"]["px"])')" = 96 ] \
   || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d (reship/3d/proposer96)" >&2; exit 1; }
 CTRL=$R/ctrl3d-96 SIZE=96 everything_from pool96
