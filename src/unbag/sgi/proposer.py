@@ -172,8 +172,7 @@ def batch_size(h: int, w: int) -> int:
 
 def read_size(h: int, w: int, px: int) -> tuple[int, int]:
     """The even size the proposer reads an h x w picture at: its shorter side brought to the `px`
-    it was trained at (it finds objects of the pixel sizes it learned only: trained at 96 px, it
-    numbers 58% of 64 px pictures right as they are, 98% brought to 96 px; docs/sgi.md)."""
+    it was trained at (it finds objects of the pixel sizes it learned: the module's docstring)."""
     s = px / min(h, w)
     return max(2, 2 * round(h * s / 2)), max(2, 2 * round(w * s / 2))
 
