@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from unbag import models
-from unbag.benchmarks.ctrl import generated
+from unbag.benchmarks.ctrl import generated, generated3d
 from unbag.errors import UnbagError
 from unbag.cache import JobCache
 from unbag.sgi.config import SGIConfig
@@ -129,6 +129,21 @@ def test_mixing_is_a_convex_combination(tiny, small_bench):
     b = score_sgi(tiny, small_bench, cfg=SGIConfig(regions="gt", mix=0.25))
     g = score_global(tiny, small_bench)
     assert torch.allclose(b, 0.75 * a + 0.25 * g, atol=1e-5)
+
+
+def test_a_ground_truth_box_outside_its_picture_is_an_error_naming_the_item(tiny, small_bench):
+    import dataclasses
+
+    from unbag.benchmarks.base import Benchmark
+
+    it = small_bench.items[3]
+    side = it.images[0].shape[1]
+    objects = [[dict(o) for o in objs] for objs in it.meta["objects"]]
+    objects[1][0]["box"] = [side - 8, 0, side + 4, 8]  # past the right edge
+    bad = dataclasses.replace(it, meta={**it.meta, "objects": objects})
+    bench = Benchmark(small_bench.name, small_bench.spec, [bad], image_size=small_bench.image_size)
+    with pytest.raises(UnbagError, match=rf"{it.id}: field 'images\[1\]': object box \[{side - 8}, 0, {side + 4}, 8\]"):
+        encode_regions(tiny, bench, SGIConfig(regions="gt"), cache=JobCache())
 
 
 def test_geometry_check_of_relations():
@@ -273,8 +288,9 @@ def test_sgi_score_recomputed_from_the_encoders_by_hand():
     from unbag.sgi.segments import from_grammar
 
     b = models.load("builtin")
-    bench = generated(seed=9, per_category=1)
-    bench = Benchmark("ctrl", "ctrl", [it for it in bench.items if it.group["category"] != "count"][:4], image_size=64)
+    bench = generated3d(seed=9, per_category=1)  # the built-in model's world, at its size
+    bench = Benchmark("ctrl", "ctrl", [it for it in bench.items if it.group["category"] != "count"][:4],
+                      image_size=bench.image_size)
     cfg = SGIConfig(regions="gt", match="all", phases=1, counts="off", relations="cosine")
     got = score_sgi(b, bench, cfg=cfg)
     for n, it in enumerate(bench.items):

@@ -48,6 +48,15 @@ def test_spacy_free_text(text, expected):
         assert not any(k == "relation" for _, k in got)  # a list relates nothing
 
 
+@needs_spacy
+def test_spacy_keeps_a_noun_phrase_whose_head_it_mistags():
+    """spaCy's small model reads "sphere" here as an adverb, so its noun chunks drop the subject."""
+    text = "a small cyan rubber sphere to the left of a small yellow rubber cube"
+    got = [(s.text, s.kind, s.parts, s.predicate) for s in seg.parse_spacy(text, spacy_model())]
+    assert got == [("a small cyan rubber sphere", "object", None, None),
+                   ("a small yellow rubber cube", "object", None, None), (text, "relation", (0, 1), "left")]
+
+
 def test_rules_fallback():
     ss = seg.parse_rules("There is a large red cube to the left of two small blue spheres.")
     assert [(s.text, s.kind) for s in ss] == [("a large red cube", "object"), ("two small blue spheres", "group"),

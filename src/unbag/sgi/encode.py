@@ -13,6 +13,7 @@ from rich.progress import Progress
 
 from ..benchmarks.base import Benchmark, load_image
 from ..cache import LRU, JobCache
+from ..errors import UnbagError
 from ..models.base import Backend, weights_id
 from ..scoring.encode import unique
 from . import segments as seg
@@ -150,6 +151,16 @@ def framed_regions(arrs: list[np.ndarray], pixels: list[str], cfg: SGIConfig, gt
 CHUNK = 64
 
 
+def _check_boxes(boxes: list, side: tuple[int, int], where: str) -> None:
+    """The benchmark's object boxes lie inside their picture (a box past its edge would mask
+    pixels that are not there)."""
+    h, w = side
+    for b in boxes:
+        x0, y0, x1, y1 = b
+        if not (0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h):
+            raise UnbagError(f"{where}: object box {list(b)} (meta.objects) is not inside the {w}x{h} picture")
+
+
 @torch.inference_mode()
 def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_size: int = 512,
                    cache: JobCache | None = None, progress: bool = False) -> list[ImageRegions]:
@@ -215,6 +226,9 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for start in range(0, len(slots), CHUNK):
             chunk = slots[start:start + CHUNK]
             arrs = [np.asarray(load_image(refs[i], wheres[i], bench.image_size)) for _, i in chunk]
+            if cfg.regions.split("+")[0] == "gt":
+                for arr, (_, i) in zip(arrs, chunk):
+                    _check_boxes(gts[i] or [], arr.shape[:2], wheres[i])
             pixels = [image_key(a) for a in arrs]
             found = framed_regions(arrs, pixels, cfg, [gts[i] for _, i in chunk], searches)
             for (slot, _), (arr, regions), pix in zip(chunk, found, pixels):

@@ -126,10 +126,26 @@ def _is_group(chunk) -> bool:
     return chunk.root.tag_ in ("NNS", "NNPS")
 
 
+def _noun_spans(doc) -> list:
+    """spaCy's noun chunks, and a noun phrase whose head the tagger read as another part of speech
+    (the small English model tags "sphere" in "a small cyan rubber sphere to the left of ..." as an
+    adverb: a caption without a verb is not the text it was trained on) but which still governs a
+    determiner before it."""
+    spans = list(doc.noun_chunks)
+    covered = {t.i for c in spans for t in c}
+    for tok in doc:
+        if tok.i in covered or tok.pos_ in ("VERB", "AUX", "ADP", "DET", "PRON"):
+            continue
+        mods = [c for c in tok.children if c.i < tok.i and c.dep_ in ("det", "amod", "compound", "nummod")]
+        if any(c.dep_ == "det" for c in mods):
+            spans.append(doc[min(c.left_edge.i for c in mods):tok.i + 1])
+    return sorted(spans, key=lambda c: c.start)
+
+
 def parse_spacy(text: str, nlp) -> list[Segment]:
     """Noun chunks (minus meta and relation nouns) and relation spans between pairs of them."""
     doc = nlp(text)
-    chunks = [c for c in doc.noun_chunks
+    chunks = [c for c in _noun_spans(doc)
               if c.root.lower_ not in META_NOUNS and c.root.lower_ not in RELATION_NOUNS
               and c.root.pos_ not in ("PRON",)]
     out = [Segment(c.text, "group" if _is_group(c) else "object", count=count_of(c.text)) for c in chunks]
