@@ -206,11 +206,12 @@ def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache
         x = v.transformer.resblocks[0](x)
         want = v.ln_post(x[:, 1:]) @ v.proj
     assert early.shape == (2, 64, 64) and torch.allclose(early, want, atol=1e-5)
-    assert FeatureCache(builtin_cache).index["fields"]["img_patches_early"]["shape"] == [64, 64]
+    fields = FeatureCache(builtin_cache).index["fields"]  # the built-in model's: one per patch of its grid
+    assert fields["img_patches_early"]["shape"] == fields["img_patches"]["shape"]
     out = train_head(builtin_cache, HeadTrainConfig(head=HeadConfig(kind="tflocal", early=True), steps=3,
                                                     batch_size=8), tmp_path / "h", progress=False)
     head, rec = load_head(out)
-    assert rec["head"]["early"] and rec["head"]["patches"] == 128
+    assert rec["head"]["early"] and rec["head"]["patches"] == 2 * fields["img_patches"]["shape"][0]  # both layers
     from unbag.evaluation import evaluate
     res = evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)
     assert res["n_items"] == 30

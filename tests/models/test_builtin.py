@@ -12,6 +12,9 @@ from unbag.scoring.cosine import score_global
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import caption_segments
 from unbag.sgi.protocol import score_sgi
+from unbag.world.styles import size
+
+PX = size("3d")  # the 3D world's pictures: the built-in model's input
 
 pytestmark = pytest.mark.skipif(not models.BUILTIN_WEIGHTS.exists(),
                                 reason="built-in weights not trained yet")
@@ -23,7 +26,7 @@ def test_builtin_ships_with_its_recipe():
     and log-<run>.jsonl, named in TRAINING.md; the first run from random weights."""
     d = models.BUILTIN_DIR
     cfg = json.loads((d / "open_clip_config.json").read_text())
-    assert cfg["model_cfg"]["vision_cfg"]["image_size"] == 64
+    assert cfg["model_cfg"]["vision_cfg"]["image_size"] == PX
     last = json.loads((d / "train_config.json").read_text())["config"]
     assert last["method"] == cfg["unbag"]["config"]["method"] and (d / "log.jsonl").is_file()
     training = (d / "TRAINING.md").read_text()
@@ -39,7 +42,7 @@ def _ctrl3d(seed: int, per_category: int, categories: tuple[str, ...], splits: t
             ) -> Benchmark:
     """Items of the 3D ctrl (the world the shipped model is trained on) of some categories and splits."""
     full = generated3d(seed=seed, per_category=per_category, categories=list(categories))
-    return Benchmark("ctrl", "ctrl", [it for it in full.items if it.group["split"] in splits], image_size=64,
+    return Benchmark("ctrl", "ctrl", [it for it in full.items if it.group["split"] in splits], image_size=PX,
                      sgi=dict(SGI_3D))
 
 
@@ -67,7 +70,7 @@ def test_patch_tokens_align_with_text():
     refs, wheres, texts = bench.flat()
     phrases, owner = caption_phrases(texts)
     with torch.inference_mode():
-        patches = F.normalize(b.encode_images(pixels_of(b, refs, wheres, 64), tokens=True).patches, dim=-1)
+        patches = F.normalize(b.encode_images(pixels_of(b, refs, wheres, PX), tokens=True).patches, dim=-1)
         li = late_interaction(F.normalize(b.encode_texts(b.tokenize(phrases)).embeds, dim=-1), owner, patches, len(texts))
     n = len(items)
     idx = torch.arange(n)[:, None, None] * 2
@@ -99,7 +102,7 @@ def test_count_check_lifts_counting_items():
 
 @pytest.mark.slow
 def test_geometry_decides_relations_on_photo_sized_pictures_from_free_text():
-    """3D world pictures at a photograph's size (128 px, so SGI takes the photo path), captions
+    """3D world pictures at a photograph's size (twice the model's, so SGI takes the photo path), captions
     parsed by spaCy as free text, regions = the objects' boxes: cosine cannot tell "A left of B"
     from "B left of A"; the geometry check can. (Pasted on a real photograph, the objects are not
     read by this model, trained on CLEVR scenes alone: docs/world3d.md.)"""
@@ -108,7 +111,7 @@ def test_geometry_decides_relations_on_photo_sized_pictures_from_free_text():
     b = models.load("builtin")
     items = []
     for it in _ctrl3d(11, 12, ("relation",)).items:
-        images = [np.asarray(Image.fromarray(pic).resize((128, 128), Image.Resampling.NEAREST)) for pic in it.images]
+        images = [np.asarray(Image.fromarray(pic).resize((2 * PX, 2 * PX), Image.Resampling.NEAREST)) for pic in it.images]
         objects = [[{**o, "box": [2 * v for v in o["box"]]} for o in objs] for objs in it.meta["objects"]]
         items.append(dataclasses.replace(it, images=images, meta={"objects": objects}))
     bench = Benchmark("photo-relations", "photo-relations", items)
@@ -134,7 +137,7 @@ def test_loading_the_builtin_logs_nothing_and_leaves_logging_alone(caplog):
         models.load("builtin:clic")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert root.filters == filters and root.handlers == handlers
-    assert backend.image_size == (64, 64) and not backend.random_weights
+    assert backend.image_size == (PX, PX) and not backend.random_weights
 
 
 def test_a_packed_builtin_folder_loads_as_the_builtin_does(tmp_path):

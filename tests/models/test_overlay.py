@@ -109,20 +109,23 @@ def test_the_builtin_resized_to_another_image_size_keeps_every_tensor_but_its_po
     from unbag.models.overlay import resize_builtin
 
     before = models.load("builtin")
-    after = models.load(str(resize_builtin(BUILTIN_DIR, 96, tmp_path / "b96")))
-    assert before.image_size == (64, 64) and after.image_size == (96, 96)
+    px = before.image_size[0]
+    g = before.encode_images(torch.rand(1, 3, px, px), tokens=True).grid[0]
+    big, G = px * 3 // 2, g * 3 // 2  # read at 1.5 times its size
+    after = models.load(str(resize_builtin(BUILTIN_DIR, big, tmp_path / "big")))
+    assert after.image_size == (big, big)
     a, b = before.model.state_dict(), after.model.state_dict()
     assert [k for k in a if not torch.equal(a[k], b[k])] == ["visual.positional_embedding"]
     old, new = a["visual.positional_embedding"], b["visual.positional_embedding"]
-    assert new.shape == (1 + 12 * 12, old.shape[1]) and torch.equal(new[0], old[0])  # the class token's row kept
-    # an 8 x 8 grid read at 12 x 12: each corner cell lies 1/3 of a cell inside the old corner cell's
-    # centre, so it stays close to it (bicubic), far closer than the grid's cells are to each other
-    grid_old, grid_new = old[1:].reshape(8, 8, -1), new[1:].reshape(12, 12, -1)
+    assert new.shape == (1 + G * G, old.shape[1]) and torch.equal(new[0], old[0])  # the class token's row kept
+    # a g x g grid read at 1.5 g x 1.5 g: each corner cell lies 1/3 of a cell inside the old corner
+    # cell's centre, so it stays close to it (bicubic), far closer than the grid's cells are to each other
+    grid_old, grid_new = old[1:].reshape(g, g, -1), new[1:].reshape(G, G, -1)
     spread = (grid_old - grid_old.mean((0, 1))).norm(dim=-1).mean()
     assert (grid_new[0, 0] - grid_old[0, 0]).norm() < 0.5 * spread
-    assert after.encode_images(torch.rand(2, 3, 96, 96), tokens=True).grid == (12, 12)
+    assert after.encode_images(torch.rand(2, 3, big, big), tokens=True).grid == (G, G)
     # at its own size it is the same model, and what it was resized from is recorded
-    same = models.load(str(resize_builtin(BUILTIN_DIR, 64, tmp_path / "b64")))
+    same = models.load(str(resize_builtin(BUILTIN_DIR, px, tmp_path / "same")))
     assert all(torch.equal(v, same.model.state_dict()[k]) for k, v in a.items())
-    record = json.loads((tmp_path / "b96" / "open_clip_config.json").read_text())["unbag"]["resized_from"]
-    assert record["image_size"] == 64
+    record = json.loads((tmp_path / "big" / "open_clip_config.json").read_text())["unbag"]["resized_from"]
+    assert record["image_size"] == px

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from unbag import models
-from unbag.benchmarks.ctrl import generated
+from unbag.benchmarks.ctrl import generated3d
 from unbag.cache import JobCache
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import encode_regions
@@ -31,7 +31,7 @@ def builtin():
 
 @pytest.fixture(scope="module")
 def bench():
-    return generated(seed=5, per_category=1)
+    return generated3d(seed=5, per_category=1)  # the built-in model's world, at its size
 
 
 def test_token_mode_encodes_each_region_from_its_patches(builtin, bench):
@@ -46,7 +46,7 @@ def test_token_mode_encodes_each_region_from_its_patches(builtin, bench):
         assert regions == regs.regions
         px = builtin.normalize_pixels(torch.from_numpy(np.ascontiguousarray(arr)[None]))
         with torch.inference_mode():
-            want = torch.cat([builtin.encode_patch_subsets(px, [(0, torch.from_numpy(patch_cover(r, 64, grid)))])
+            want = torch.cat([builtin.encode_patch_subsets(px, [(0, torch.from_numpy(patch_cover(r, arr.shape[0], grid)))])
                               for r in regions])
         torch.testing.assert_close(regs.emb, F.normalize(want, dim=-1), atol=1e-5, rtol=1e-4)
 

@@ -98,7 +98,7 @@ def test_render_version_keeps_its_pixels():
     from unbag.world.swap3d import build_item
     h = hashlib.sha256()
     for cat in ("color", "size", "material", "count", "relation"):
-        for scene in build_item(0, "ood", cat, 0).scenes:
+        for scene in build_item(0, "ood", cat, 0, px=64).scenes:  # scenes placed and drawn at 64 px
             h.update(picture(scene, 64).tobytes())
     assert RENDER_VERSION == 3
     assert h.hexdigest() == "4bdd5ce94b7f0bd22c732b78bc1731b7d57f53980746d7924efa09bcaeee03fb"

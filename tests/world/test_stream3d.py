@@ -9,6 +9,9 @@ from unbag.world import stream3d, swap3d
 from unbag.world.pool3d import PoolStream, build_pool, read_meta
 from unbag.world.render3d import instances
 from unbag.world.scene3d import min_visible
+from unbag.world.styles import size
+
+PX = size("3d")  # the size a pool is rendered at unless asked otherwise
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +82,7 @@ def test_typed_negatives_speak_the_3d_vocabulary(samples):
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
-    return build_pool(tmp_path_factory.mktemp("pool") / "p", seed=2, n=20, progress=False)
+    return build_pool(tmp_path_factory.mktemp("pool") / "p", seed=2, n=20, progress=False)  # at the 3D world's size
 
 
 @pytest.mark.slow
@@ -87,20 +90,20 @@ def test_pool_holds_the_streams_own_samples_in_a_seeded_order(pool):
     meta = read_meta(pool)
     assert meta["n"] == 20 and meta["dist"] == "finetuning" and meta["render"] == 3
     ps = PoolStream(pool, run_seed=9)
-    stream = [stream3d.sample(2, i, 64, "finetuning") for i in range(20)]
+    stream = [stream3d.sample(2, i, PX, "finetuning") for i in range(20)]
     seen = []
     for k in range(20):  # one epoch: every pool sample once
-        got = ps.sample(0, k, 64)
+        got = ps.sample(0, k, PX)
         i = next(i for i, s in enumerate(stream) if s.caption == got.caption
                  and s.image.tobytes() == got.image.tobytes())
         seen.append(i)
-        t, want = ps.twin(0, k, 64), stream3d.twin(2, i, 64, stream[i], "finetuning")
+        t, want = ps.twin(0, k, PX), stream3d.twin(2, i, PX, stream[i], "finetuning")
         assert (t is None) == (want is None)
         if t is not None:
             assert t.caption == want.caption and t.image.tobytes() == want.image.tobytes()
     assert sorted(seen) == list(range(20)) and seen != list(range(20))
-    assert [PoolStream(pool, 9).sample(0, k, 64).caption for k in range(3)] == \
-        [ps.sample(0, k, 64).caption for k in range(3)]
+    assert [PoolStream(pool, 9).sample(0, k, PX).caption for k in range(3)] == \
+        [ps.sample(0, k, PX).caption for k in range(3)]
 
 
 def test_an_interrupted_pool_build_renders_only_its_missing_shards_when_run_again(tmp_path, monkeypatch):
@@ -218,7 +221,7 @@ def test_swap_features_of_the_3d_world_hold_its_items_with_object_regions(tmp_pa
     assert c.rows == 6 and (c.get("twin", np.arange(6)).numpy() == [1, 0, 3, 2, 5, 4]).all()
     assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps3d" and set(seen) == {"objects"}
     # row 0 is image 0 of the first colour item of split id, as `world build --style 3d` renders it
-    _, pngs, _ = render_item3d((1000, "id", "color", 0, 64))
+    _, pngs, _ = render_item3d((1000, "id", "color", 0, model.image_size[0]))  # at the model's size
     pixels = model.normalize_pixels(torch.from_numpy(np.asarray(Image.open(io.BytesIO(pngs[0])))[None]))
     with torch.no_grad():
         want = model.encode_images(pixels).embeds[0]

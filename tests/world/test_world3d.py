@@ -11,6 +11,7 @@ from unbag.errors import UnbagError
 from unbag.world import swap3d
 from unbag.world.io import build
 from unbag.world.scene3d import min_visible
+from unbag.world.styles import size
 
 # sha256 over (path, bytes) of `build(seed=0, per_category=2)` made by the code before the 3D world
 # existed (commit 9472160): the flat style must keep writing exactly these files
@@ -60,14 +61,14 @@ def test_format_2_records_match_the_masks_and_the_scenes(built3d):
             assert inst.max() <= len(objs)
             for j, o in enumerate(objs, 1):
                 ys, xs = np.nonzero(inst == j)
-                assert o["visible_px"] == len(xs) >= min_visible(64)
+                assert o["visible_px"] == len(xs) >= min_visible(size("3d"))  # built at the 3D world's size
                 assert o["box"] == [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
                 assert o["xyz"][2] == pytest.approx({"large": 0.7, "small": 0.35}[o["size"]] /
                                                     (2 ** 0.5 if o["shape"] == "cube" else 1), abs=1e-5)
             scene = swap3d.scene_from_record(objs, rec["scenes"][k])
             # the record renders back to the stored mask
             from unbag.world.render3d import instances
-            assert np.array_equal(instances(scene, 64), inst)
+            assert np.array_equal(instances(scene, size("3d")), inst)
         assert rec["scenes"][0] == rec["scenes"][1]  # both images: one camera, the same lights
 
 
