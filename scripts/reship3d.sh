@@ -277,6 +277,10 @@ fi
 #     models; FT's global cosine gains ID (color 19 -> 48, material 19 -> 65) more than OOD
 #     (7 -> 18, 14 -> 18); TFRegions on the pretrained model counts at 95 / 89 (64 px: 82 / 79).
 #     The heads ran in two lanes (MODELS="pretrained ft negclip" and MODELS="degla clic").
+#     Shipped 2026-12-06 (the 3D world's default size moved to 96 px, the 96 px proposer shipped):
+#     scripts/ship3d.py --staged reship/3d/pool96 --earlier reship/3d/builtin-pool reship/3d/pool-objects \
+#       reship/3d/pool-objects3 reship/3d/pool-objects4 reship/3d/pool-objects5
+#     (docs/experiments/2026-12-06-reship96.md).
 [ "$($PY -c 'import json; print(json.load(open("src/unbag/weights/proposer3d/proposer.json"))["data"]["px"])')" = 96 ] \
   || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d (reship/3d/proposer96)" >&2; exit 1; }
 CTRL=$R/ctrl3d-96 SIZE=96 everything_from pool96
