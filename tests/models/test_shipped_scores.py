@@ -2,7 +2,8 @@
 
 The reference scores (tests/fixtures/shipped_scores.safetensors) were recorded when the weights were
 reshipped with the 96 px built-in model (2026-12-06, `scripts/ship3d.py`: the object-trained model
-resized to 96 px and continued on the fine-tuning pool), on the 3D ctrl (the default world), with
+resized to 96 px and continued with `clip-regions` on the pretraining pool at 96 px), on the 3D
+ctrl (the default world), with
 `python tests/models/test_shipped_scores.py RUN_DIR`: every score from the shipped files, a guard
 against any change in loading, overlays or heads, and `builtin`'s global cosine from the dense fp32
 model its last training run wrote (RUN_DIR), so the test also checks that packing it

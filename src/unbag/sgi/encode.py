@@ -226,7 +226,7 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for start in range(0, len(slots), CHUNK):
             chunk = slots[start:start + CHUNK]
             arrs = [np.asarray(load_image(refs[i], wheres[i], bench.image_size)) for _, i in chunk]
-            if cfg.regions.split("+")[0] == "gt":
+            if cfg.region_cfg.source == "gt":
                 for arr, (_, i) in zip(arrs, chunk):
                     _check_boxes(gts[i] or [], arr.shape[:2], wheres[i])
             pixels = [image_key(a) for a in arrs]
