@@ -9,10 +9,10 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 
-MARKER = ".unbag-output"  # in every folder unbag writes whole: which command wrote it
+MARKER = ".unbag-output"  # in every folder unbag writes whole: which command wrote it, and every entry
 
 
 def umask() -> int:
@@ -22,33 +22,89 @@ def umask() -> int:
     return mask
 
 
+def tree(folder: Path) -> list[str]:
+    """Every entry under `folder`, files and folders, as relative POSIX paths (symlinks are listed,
+    not followed)."""
+    out = []
+    for d, dirs, files in os.walk(folder):
+        rel = Path(d).relative_to(folder)
+        out += [(rel / n).as_posix() for n in dirs + files]
+    return sorted(out)
+
+
 def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]") -> None:
-    """Record in `folder` that `kind` wrote it, and which of its entries are unbag's."""
-    atomic_write(folder / MARKER, json.dumps({"kind": kind, "files": sorted(files)}) + "\n")
+    """Record in `folder` that `kind` wrote it, its top-level entries `files` and, under "tree",
+    every entry below them: what a later run may replace without asking."""
+    entries = [e for e in tree(folder) if e.split("/")[0] in set(files) and e != MARKER]
+    atomic_write(folder / MARKER, json.dumps({"kind": kind, "files": sorted(files), "tree": entries}) + "\n")
 
 
 def _marker(folder: Path) -> dict | None:
     try:
         mark = json.loads((folder / MARKER).read_text())
         return mark if isinstance(mark, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
-def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known: tuple[str, ...] = ()) -> Path:
+def _foreign(out: Path, made: dict) -> list[str]:
+    """The entries of `out` its marker does not list: a user's files, at any depth. An older
+    marker lists only top-level names: below them, what is newer than the marker is foreign."""
+    if "tree" in made:
+        own = set(made["tree"]) | {MARKER}
+        return [e for e in tree(out) if e not in own]
+    top = set(made.get("files", ())) | {MARKER}
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in top)
+    try:
+        since = (out / MARKER).stat().st_mtime
+    except OSError:
+        return foreign
+    for name in sorted(top - {MARKER}):
+        sub = out / name
+        if sub.is_dir() and not sub.is_symlink():
+            foreign += [f"{name}/{e}" for e in tree(sub) if (sub / e).lstat().st_mtime > since + 1]
+    return foreign
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path` is `folder` or lies under it (both resolved)."""
+    return path == folder or folder in path.parents
+
+
+def guard_inputs(out: Path, inputs: "tuple | list", what: str = "--out") -> None:
+    """Refuse an output that would replace or hold one of the command's inputs, or the folder the
+    command runs in (whatever --overwrite says: replacing it would delete what the command reads)."""
+    from .errors import UnbagError
+    target = Path(os.path.abspath(os.path.expanduser(out)))
+    real = target.resolve()
+    for p in inputs:
+        src = Path(p).expanduser().resolve()
+        if _inside(src, real) or _inside(src, target):
+            raise UnbagError(f"{out}: {what} holds {p}, an input of this command; choose another {what}")
+    cwd = Path.cwd().resolve()
+    if real == Path(real.anchor) or _inside(cwd, real):
+        raise UnbagError(f"{out}: {what} is {'the root folder' if real == Path(real.anchor) else 'a folder this command runs in'}; "
+                         f"name a new folder for unbag to write")
+
+
+def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known: tuple[str, ...] = (),
+              inputs: "tuple | list" = ()) -> Path:
     """Refuse an output folder unbag must not replace, before any work: a file, a folder holding
-    files unbag did not write (or that another kind of command wrote), or one it cannot write.
-    An empty folder, or one the same kind of command wrote, is replaced; `overwrite` allows any folder.
+    files unbag did not write at any depth (or that another kind of command wrote), one it cannot
+    write, or one that holds the command's `inputs` (even with `overwrite`). An empty folder, or
+    one the same kind of command wrote, is replaced; `overwrite` allows any other folder.
     `known`: the names this kind wrote before folders carried a marker (an older unbag's output, whose
     folder holds nothing else, is taken as its own)."""
     from .errors import UnbagError
 
-    out = Path(out)
+    out = Path(os.path.expanduser(out))
+    guard_inputs(out, inputs)
     if out.exists() and not out.is_dir():
         raise UnbagError(f"{out}: is a file; --out names the folder `{kind}` writes")
     if out.is_dir() and not overwrite:
-        made = _marker(out) or {"kind": kind, "files": known}
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in {MARKER, *made.get("files", ())})
+        mark_ = _marker(out)
+        made = mark_ or {"kind": kind, "files": known}
+        foreign = _foreign(out, made)
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise UnbagError(f"{out}: holds files unbag did not write ({shown}); choose another --out, or "
@@ -61,17 +117,114 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
         parent = parent.parent
     if not parent.is_dir():
         raise UnbagError(f"{out}: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK) or (out.is_dir() and not os.access(out, os.W_OK | os.X_OK)):
+    probe_writable(parent, out)
+    if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UnbagError(f"{out}: not writable")
     return out
 
 
+PROBE_BYTES = 1 << 16
+
+
+def probe_writable(folder: Path, out: "str | os.PathLike") -> None:
+    """Refuse, before any work, an output whose folder unbag cannot write a file into: read-only,
+    not permitted, or a full disk (a small file is written, flushed to disk and removed)."""
+    from .errors import UnbagError
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UnbagError(f"{out}: not writable ({folder} does not let this user write)")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".unbag-probe-", dir=folder)
+    except OSError as e:
+        raise UnbagError(f"{out}: not writable ({e.strerror})") from None
+    try:
+        os.write(fd, b"\0" * PROBE_BYTES)
+        os.fsync(fd)
+    except OSError as e:
+        raise UnbagError(f"{out}: cannot write there ({e.strerror}); free some space or choose another "
+                         "--out") from None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def check_file_out(out: str | os.PathLike, kind: str, own: "Callable[[Path], bool]", overwrite: bool = False,
+                   inputs: "tuple | list" = (), also: "tuple | list" = ()) -> Path:
+    """Refuse, before any work, an output file unbag must not replace: a folder, a file unbag did
+    not write (`own(path)` says whether it is unbag's; `overwrite` allows it), one of the command's
+    `inputs` or a file inside an input folder (never), or a place it cannot write. `also`: the
+    files written beside it (eval's X.items.jsonl), checked alike."""
+    from .errors import UnbagError
+    text = os.fspath(out)
+    out = Path(os.path.expanduser(text))
+    if not text or text.endswith(("/", os.sep)) or out.is_dir():
+        raise UnbagError(f"{text or repr(text)}: is a folder; --out names the file `{kind}` writes")
+    for f in (out, *map(Path, also)):
+        guard_inputs(f, inputs)
+        if f.is_dir():
+            raise UnbagError(f"{f}: is a folder, and `{kind}` writes a file there; choose another --out")
+        if f.exists() and not overwrite and not own(f):
+            raise UnbagError(f"{f}: exists and unbag did not write it; choose another --out, or pass "
+                             "--overwrite to replace it")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UnbagError(f"{out}: {parent} is a file, not a folder")
+    probe_writable(parent, out)
+    return out
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on a folder while files in it are swapped (other processes of unbag wait)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; the swap still goes file by file
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def atomic_files(files: "list[tuple[Path, str | bytes]]") -> None:
+    """Write several files as one unit: each to a temporary sibling and flushed to disk first (a
+    full disk fails here, before anything is replaced), then all renamed into place under one
+    lock on their folder, the last one last (so a reader who finds it finds the others)."""
+    from .errors import UnbagError
+    tmps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+            tmps.append((tmp, path))
+            os.fchmod(fd, 0o666 & ~umask())
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+                f.flush()
+                os.fsync(f.fileno())
+        with folder_lock(files[-1][0].parent):
+            for tmp, path in tmps:
+                os.replace(tmp, path)
+        tmps = []
+    except OSError as e:
+        raise UnbagError(f"{files[-1][0]}: cannot write ({e.strerror}); nothing was replaced") from None
+    finally:
+        for tmp, _ in tmps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def atomic_dir(out: str | os.PathLike, kind: str, overwrite: bool = False,
-               known: tuple[str, ...] = ()) -> Iterator[Path]:
+               known: tuple[str, ...] = (), inputs: "tuple | list" = ()) -> Iterator[Path]:
     """Yield a temporary sibling directory that replaces `out` only if the block succeeds; `out`
     is checked first (`check_out`) and marked as written by `kind`."""
-    out = check_out(out, kind, overwrite, known)
+    out = check_out(out, kind, overwrite, known, inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -166,13 +319,69 @@ def versions() -> dict:
             "git_commit": git_commit()}
 
 
-def read_json(path: str | os.PathLike, missing: str = "file not found"):
-    """A JSON file's content; errors name the file (with `missing` when it is absent) or the line."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) < len(keys):
+        raise _DuplicateKey(next(k for k in keys if keys.count(k) > 1))
+    return dict(pairs)
+
+
+def parse_json(text: str, where: object, whole: bool = True) -> object:
+    """JSON text, strictly: a key given twice in one object (where Python keeps the last, silently)
+    and nesting deeper than Python can follow are errors naming `where` (a file, whose line is
+    added when `whole`; or a 'file:line' of JSON Lines)."""
+    from .errors import UnbagError
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as e:
+        raise UnbagError(f"{where}: key {e.args[0]!r} appears twice in one object (JSON readers disagree on "
+                         "which one counts): remove one") from None
+    except json.JSONDecodeError as e:
+        raise UnbagError(f"{where}:{e.lineno}: not valid JSON ({e.msg})" if whole
+                         else f"{where}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise UnbagError(f"{where}: nested too deeply to read") from None
+
+
+def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
+    """A text file's content; a missing file, a folder or a binary file is an error naming it."""
     from .errors import UnbagError
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UnbagError(f"{path}: {missing}") from None
-    except json.JSONDecodeError as e:
-        raise UnbagError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except IsADirectoryError:
+        raise UnbagError(f"{path}: is a folder, not a file") from None
+    except UnicodeDecodeError as e:
+        raise UnbagError(f"{path}: not a text file (byte {e.start} is not UTF-8)") from None
+    except OSError as e:
+        raise UnbagError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def read_json(path: str | os.PathLike, missing: str = "file not found"):
+    """A JSON file's content, strictly (`parse_json`); errors name the file (with `missing` when it
+    is absent) or the line."""
+    return parse_json(read_text(path, missing), Path(path))
+
+
+def read_toml(path: str | os.PathLike, missing: str = "file not found") -> dict:
+    """A TOML file's content; errors name the file and what is wrong."""
+    import sys
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
+
+    from .errors import UnbagError
+    text = read_text(path, missing)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UnbagError(f"{path}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise UnbagError(f"{path}: nested too deeply to read") from None

@@ -89,27 +89,48 @@ def crop_ref(path: str | Path, x: float, y: float, w: float, h: float) -> str:
     return f"{path}#crop={x},{y},{w},{h}"
 
 
+def to_rgb(img: Image.Image) -> Image.Image:
+    """An image as 8-bit RGB. PIL's convert("RGB") clips 16-bit and 32-bit greyscale to 255 (a
+    16-bit PNG turns nearly white); those are scaled to 8 bits instead: 16-bit by 65535, float
+    images in [0, 1] by 1."""
+    if img.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        a = np.asarray(img, dtype=np.float64)
+        if img.mode == "F":
+            top = 1.0 if a.size and np.nanmax(a) <= 1.0 else 255.0
+        else:
+            top = 65535.0 if img.mode.startswith("I;16") or (a.size and a.max() > 255) else 255.0
+        a = np.clip(np.nan_to_num(a) / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        img = Image.fromarray(a, mode="L")
+    return img.convert("RGB")
+
+
 def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Image.Image:
-    """Open an image reference as RGB, with an error that says which item and field is at fault."""
+    """Open an image reference as RGB, with an error that says which item and field is at fault;
+    a picture over PIL's pixel limit (a decompression bomb: a small file that decodes to gigabytes)
+    is refused before it is decoded."""
     if isinstance(ref, np.ndarray):
         img = Image.fromarray(ref)
     elif isinstance(ref, bytes):
         try:
             with Image.open(io.BytesIO(ref)) as f:
-                img = f.convert("RGB")
-        except (UnidentifiedImageError, OSError, SyntaxError) as e:
+                img = to_rgb(f)
+        except Image.DecompressionBombError as e:
+            raise UnbagError(f"{where}: the embedded image is too large to decode safely ({e})") from None
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
             raise UnbagError(f"{where}: cannot decode the embedded image: {e}") from None
     else:
         path, _, crop = ref.partition("#crop=")
         try:
             with Image.open(path) as f:
-                img = f.convert("RGB")
+                img = to_rgb(f)
             if crop:
                 x, y, w, h = (float(v) for v in crop.split(","))
                 img = img.crop((x, y, x + w, y + h))
         except FileNotFoundError:
             raise UnbagError(f"{where}: image file not found: {ref}") from None
-        except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        except Image.DecompressionBombError as e:
+            raise UnbagError(f"{where}: image {path} is too large to decode safely ({e})") from None
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
             raise UnbagError(f"{where}: cannot read image {ref}: {e}") from None
     if expect_side is not None and img.size != (expect_side, expect_side):
         raise UnbagError(f"{where}: image {ref if isinstance(ref, str) else '(in memory)'} is "

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from .. import utils
@@ -16,14 +15,9 @@ def read_json(path: Path):
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     if not path.is_file():
         raise UnbagError(f"{path}: file not found (see docs/benchmarks.md for the expected layout)")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                out.append((n, json.loads(line)))
-            except json.JSONDecodeError as e:
-                raise UnbagError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-    return out
+    text = utils.read_text(path)
+    return [(n, utils.parse_json(line, f"{path}:{n}", whole=False))
+            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def need(obj: dict, fields: tuple[str, ...], where: str) -> None:

@@ -1,13 +1,12 @@
 """The built-in `ctrl` benchmark: generated in memory (`ctrl`) or read from disk (`ctrl:DIR`)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UnbagError, where
-from ..utils import read_json
+from ..utils import parse_json, read_json, read_text
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
 from ..world.styles import PX_3D, PX_FLAT, render_version, resolve, size
@@ -133,13 +132,10 @@ def load(root: str | Path) -> Benchmark:
     if not items_path.is_file():
         raise UnbagError(f"{items_path}: missing")
     items, seen = [], set()
-    for n, line in enumerate(items_path.read_text().splitlines(), start=1):
+    for n, line in enumerate(read_text(items_path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UnbagError(f"{items_path}:{n}: invalid JSON at column {e.colno}: {e.msg}") from None
+        rec = parse_json(line, f"{items_path}:{n}", whole=False)
         loc = (items_path, n)
         if not isinstance(rec, dict):
             raise UnbagError(f"{items_path}:{n}: expected a JSON object")

@@ -18,8 +18,6 @@ streams excepted: there shards are split by node and worker, as is usual).
 """
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -29,8 +27,10 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 
+from ..benchmarks.base import load_image
 from ..benchmarks.common import caption_rows, read_json
 from ..errors import UnbagError
+from ..utils import parse_json
 from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
 from ..negatives.typed import RuleGenerator, WorldGenerator
@@ -171,12 +171,7 @@ class FileSource:
         return caption_rows(self.path)
 
     def _open(self, i: int) -> Image.Image:
-        p = self.rows[i][0]
-        try:
-            with Image.open(p) as im:
-                return im.convert("RGB")
-        except (OSError, ValueError) as e:
-            raise UnbagError(f"{self.path}: row {i + 1}: cannot read image {p} ({e})") from None
+        return load_image(str(self.rows[i][0]), f"{self.path}: row {i + 1}")
 
     def index(self, k: int) -> int:
         epoch, pos = divmod(k, len(self.rows))
@@ -245,7 +240,7 @@ def wds_records(urls: str, skip: int) -> Iterator[Record]:
         if img is None:
             raise UnbagError(f"{s.get('__url__')}: sample {key}: no .jpg/.png image")
         if "json" in s:
-            obj = json.loads(s["json"])
+            obj = parse_json(s["json"].decode("utf-8", "replace"), f"{s.get('__url__')}: sample {key}.json")
             caps = obj.get("captions") or [obj.get("caption")]
         elif "txt" in s:
             caps = [s["txt"].decode().strip()]
@@ -253,7 +248,7 @@ def wds_records(urls: str, skip: int) -> Iterator[Record]:
             raise UnbagError(f"{s.get('__url__')}: sample {key}: no .txt or .json caption")
         if not caps or not all(isinstance(c, str) and c for c in caps):
             raise UnbagError(f"{s.get('__url__')}: sample {key}: empty caption")
-        yield Record(Image.open(io.BytesIO(img)).convert("RGB"), caps)
+        yield Record(load_image(img, f"{s.get('__url__')}: sample {key}"), caps)
 
 
 # -- batches ------------------------------------------------------------------------------------
