@@ -182,18 +182,18 @@ def test_unbag_eval_resolves_shipped_heads_as_plans_do(tiny_bench, tmp_path):
 def test_explanations_are_drawn_once_per_setup(tmp_path, monkeypatch):
     import json
 
-    import unbag.models
+    import unbag.sgi.explain
     from unbag.run import write_explanations
 
     out = write_explanations(tmp_path, "builtin", "ctrl", ["ood-color-0000", "ood-count-0001"], 0, "sgi", {})
     index = json.loads((out / "index.json").read_text())
     assert [e["file"] for e in index] == ["ood-color-0000.png", "ood-count-0001.png"]
     assert all((out / e["file"]).stat().st_size > 1000 for e in index)
-    real = unbag.models.load
-    monkeypatch.setattr(unbag.models, "load", lambda *a, **k: pytest.fail("redrawn"))
+    real = unbag.sgi.explain.explain
+    monkeypatch.setattr(unbag.sgi.explain, "explain", lambda *a, **k: pytest.fail("redrawn"))
     write_explanations(tmp_path, "builtin", "ctrl", ["ood-color-0000"], 0, "sgi", {})  # same setup: kept
-    monkeypatch.setattr(unbag.models, "load", real)
+    monkeypatch.setattr(unbag.sgi.explain, "explain", real)
     before = (out / "ood-color-0000.png").read_bytes()
-    write_explanations(tmp_path, "builtin", "ctrl", ["ood-color-0000"], 0, "sgi", {"match": "all", "phases": 1})
-    assert json.loads((out / "index.json").read_text())[0]["setup"]["options"]["phases"] == 1
+    write_explanations(tmp_path, "builtin", "ctrl", ["ood-color-0000"], 0, "sgi", {"regions": "grid"})
+    assert json.loads((out / "index.json").read_text())[0]["setup"]["options"]["regions"] == "grid"
     assert (out / "ood-color-0000.png").read_bytes() != before

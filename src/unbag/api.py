@@ -124,9 +124,12 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
 def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "global", *,
              out: str | os.PathLike | None = None, batch_size: int = 256, device: str | None = None,
              seed: int = 0, progress: bool = False, precision: str = "auto", cache: JobCache | None = None,
-             **options: Any) -> dict:
+             overwrite: bool = False, images_outside_root: bool = False, **options: Any) -> dict:
     """The results dict `unbag eval` writes (metrics, ties, counts, config, timings...); with
-    `out`, also the results JSON and per-item JSONL. `model` and `bench` may be loaded already.
+    `out`, also the results JSON and per-item JSONL, written as one unit (a file there that unbag
+    did not write is refused unless `overwrite`). `model` and `bench` may be loaded already.
+    `images_outside_root`: read a benchmark's images where its file points even outside its folder
+    and image root (refused otherwise; recorded in the results).
     `precision`: auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16, recorded in the results.
     `cache`: a `JobCache` shared by calls that score the same images (SGI's regions, heads'
     features); each call makes its own when None, and nothing outlives the object."""
@@ -135,7 +138,7 @@ def evaluate(model: "str | Backend", bench: "str | Benchmark", protocol: str = "
         model = _backend(model)
     return run(model, bench, protocol, out=str(out) if out else None, batch_size=batch_size,
                device=device or default_device(), seed=seed, progress=progress, options=options, precision=precision,
-               cache=cache)
+               cache=cache, overwrite=overwrite, images_outside_root=images_outside_root)
 
 
 def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | None = None,
@@ -147,7 +150,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     generated one). A free image takes the photo benchmarks' regions (`selective`, one view), as
     `unbag eval` on photos does, a benchmark item its benchmark's; SGI options override them."""
     from . import benchmarks
-    from .sgi.presets import SGI_PRESETS
+    from .sgi.presets import SGI_PRESETS, config_for
     from .sgi.explain import explain as draw
     from .sgi.config import SGIConfig
     if protocol not in SGI_PRESETS:
@@ -158,7 +161,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     given = {k: v for k, v in options.items() if v is not None}
     if item is not None:
         b = benchmarks.load_item(bench, item, seed=seed)
-        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.sgi_defaults(b), **given})
+        cfg = config_for(protocol, given, b)  # exactly what `unbag eval` scores the item with
     else:
         b = _pairs(image, caption, "unbag.explain")
         cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.PHOTO_SGI, **given})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import warnings
 
@@ -60,7 +61,7 @@ def _negatives(a: argparse.Namespace) -> None:
     from .api import default_device
 
     out = export(a.data, a.out, types, a.k, a.n, a.seed, a.generator, a.device or default_device(),
-                 progress=not a.quiet)
+                 progress=not a.quiet, overwrite=a.overwrite)
     print(f"negatives written to {out}")
 
 
@@ -118,7 +119,8 @@ def _eval(a: argparse.Namespace) -> None:
         out = a.out if len(benches) == 1 or not a.out else \
             str(Path(a.out) / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", spec).strip("_") + ".json"))
         res = evaluate(a.model, spec, a.protocol, out=out, batch_size=a.batch_size, device=a.device,
-                       seed=a.seed, progress=not a.quiet, precision=a.precision, **_sgi_options(a))
+                       seed=a.seed, progress=not a.quiet, precision=a.precision, overwrite=a.overwrite,
+                       images_outside_root=a.images_outside_root, **_sgi_options(a))
         if res:  # under torchrun only rank 0 has the results
             print_results(res)
             if out:
@@ -167,7 +169,11 @@ def _explain(a: argparse.Namespace) -> None:
     from rich.console import Console
 
     from .api import explain
+    from .sgi.explain import drawn_by_unbag
+    from .utils import check_file_out
 
+    inputs = (a.image,) if a.image else ()
+    check_file_out(a.out, "explain", drawn_by_unbag, a.overwrite, inputs)  # before the work
     if a.item:
         exp = explain(a.model, protocol=a.protocol, bench=a.bench, item=a.item, seed=a.seed, device=a.device,
                       **_sgi_options(a))
@@ -176,7 +182,7 @@ def _explain(a: argparse.Namespace) -> None:
     else:
         raise UnbagError("explain needs --image and --caption, or --bench and --item")
     Console().print(exp.table())
-    print(f"explanation written to {exp.save(a.out)}")
+    print(f"explanation written to {exp.save(a.out, overwrite=a.overwrite, inputs=inputs)}")
 
 
 def _export(a: argparse.Namespace) -> None:
@@ -338,6 +344,11 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0, help="world seed for the generated ctrl benchmark")
     e.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     e.add_argument("--quiet", action="store_true")
+    e.add_argument("--images-outside-root", action="store_true", help="read a benchmark's images where its file "
+                   "points even outside its folder and image root (absolute paths, ../, links; refused without it; "
+                   "recorded in the results)")
+    e.add_argument("--overwrite", action="store_true", help="replace --out (and its .items.jsonl) even if unbag "
+                   "did not write them (never a benchmark's own file)")
     _add_sgi_options(e)
     e.set_defaults(fn=_eval)
     f = sub.add_parser("features", help="cache frozen features for head training")
@@ -392,6 +403,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     n.add_argument("--out", required=True, help="negatives.json")
     n.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     n.add_argument("--quiet", action="store_true")
+    n.add_argument("--overwrite", action="store_true", help="replace --out (and its .meta.json) even if unbag did "
+                   "not write them (never the caption file read)")
     n.set_defaults(fn=_negatives)
 
     x = sub.add_parser("explain", help="draw which region each caption segment matches under SGI")
@@ -404,6 +417,8 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--out", default="explain.png")
     x.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
+    x.add_argument("--overwrite", action="store_true", help="replace --out even if unbag did not draw it (never "
+                   "the --image explained)")
     _add_sgi_options(x)
     x.set_defaults(fn=_explain)
     return p
@@ -419,17 +434,45 @@ def main(argv: list[str] | None = None) -> int:
             sys.modules["transformers"].utils.logging.disable_progress_bar()
     warnings.simplefilter("always", UnbagWarning)
     warnings.showwarning = _show_warning
+    previous = _on_sigterm()
     try:
+        for name in ("seed", "n", "k", "size", "per_category", "procs"):  # counts no command takes below these
+            value, low = getattr(args, name, None), 0 if name == "seed" else 1
+            if value is not None and value < low:
+                raise UnbagError(f"--{name.replace('_', '-')} {value}: must be a whole number >= {low}")
         args.fn(args)
         from . import dist
         dist.finish()  # under torchrun: all ranks leave the process group together
     except UnbagError as e:
         print(f"unbag: error: {e}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("unbag: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("unbag: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so that what is half-written is cleaned up as on Ctrl-C."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def _on_sigterm():
+    """Handle SIGTERM as SIGINT is handled (temporary files and folders removed); the previous
+    handler, or None where signals cannot be set (not the main thread)."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 if __name__ == "__main__":

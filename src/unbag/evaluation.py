@@ -1,7 +1,9 @@
 """`unbag eval`: model x benchmark x protocol -> score tensor -> metrics -> results files."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,8 +17,8 @@ from .benchmarks.retrieval import RetrievalSet
 from .cache import JobCache
 from .errors import UnbagError, warn
 from .metrics.retrieval import recall
-from .models.base import Backend, weights_id
-from .utils import at_least, atomic_write, versions, write_json
+from .models.base import Backend, config_id, weights_id
+from .utils import at_least, atomic_files, check_file_out, versions
 
 
 def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
@@ -93,19 +95,71 @@ def item_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, di
     return per_item, flat, ties, counts
 
 
+def items_hash(data: bytes) -> str:
+    """The SHA-256 a results file records of its per-item file."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def written_by_eval(path: Path) -> bool:
+    """Whether a file is a results file or a per-item file unbag wrote (what `eval` replaces
+    without --overwrite)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+        if path.name.endswith(".items.jsonl"):
+            first = json.loads(head.split(b"\n", 1)[0] or b"null")
+            return isinstance(first, dict) and {"id", "scores", "ties"} <= set(first)
+        data = json.loads(path.read_bytes())
+        return isinstance(data, dict) and isinstance(data.get("versions"), dict) and "unbag" in data["versions"] \
+            and "metrics" in data
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def items_path(out: str | Path) -> Path:
+    """The per-item file written beside a results file."""
+    return Path(out).with_suffix(".items.jsonl")
+
+
+def check_results_out(out: str, bench: "str | Benchmark | None" = None, overwrite: bool = False,
+                      inputs: tuple = ()) -> Path:
+    """Refuse, before any scoring, a results path unbag must not write: a folder, a file unbag did
+    not write there or beside it (X.items.jsonl) unless `overwrite`, a file inside the benchmark's
+    own folders or among the `inputs` (never), or a place it cannot write."""
+    roots: list = list(inputs)
+    spec = bench if isinstance(bench, str) else getattr(bench, "spec", None)
+    if spec:
+        try:
+            if not benchmarks.generated(spec):
+                roots += benchmarks._roots(spec)
+        except UnbagError:
+            pass
+    path = Path(os.path.expanduser(out))
+    also = (items_path(path),) if path.name and path.name not in (".", "..") else ()
+    return check_file_out(out, "eval", written_by_eval, overwrite, roots, also=also)
+
+
 def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "global", out: str | None = None,
              batch_size: int = 256, device: str = "cpu", seed: int = 0, progress: bool = True,
-             options: dict | None = None, precision: str = "auto", cache: JobCache | None = None) -> dict:
+             options: dict | None = None, precision: str = "auto", cache: JobCache | None = None,
+             cell: dict | None = None, overwrite: bool = False, images_outside_root: bool = False) -> dict:
     """Score `model` (a spec or a loaded backend) on `bench` (a spec or a loaded benchmark) under
-    `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it.
-    `cache`: the job's memory the protocol may reuse (a plan's; a fresh one when None)."""
+    `protocol`; with `out`, write the results JSON and, for scored items, per-item JSONL beside it
+    (as one unit; the JSON records the per-item file's hash). `cache`: the job's memory the protocol
+    may reuse (a plan's; a fresh one when None). `cell`: a plan's names for this result (recorded).
+    `overwrite`: replace files at `out` that unbag did not write. `images_outside_root`: read a
+    benchmark's images wherever its file points (recorded in the results)."""
     at_least("batch_size", batch_size)
+    at_least("seed", seed, 0)
+    if out:
+        check_results_out(out, bench, overwrite)
     from .scoring.encode import PRECISIONS, precision_of
     if precision not in PRECISIONS:
         raise UnbagError(f"--precision {precision!r}: one of {', '.join(PRECISIONS)}")
     t0 = time.perf_counter()
     protocols.lookup(protocol)  # an unknown protocol is refused before a benchmark is generated or read
-    b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else benchmarks.load(bench, seed=seed)
+    b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else \
+        benchmarks.load(bench, seed=seed, outside_root=images_outside_root)
     spec = model.spec if isinstance(model, Backend) else model
     protocol = protocols.resolve(protocol, spec)
     score_fn, recorded = protocols.build(protocol, options, b, cache)
@@ -120,13 +174,13 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     before, backend.precision = backend.precision, precision
     try:
         return _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress,
-                         rank, world_size, (t0, t1, time.perf_counter()), precision_of(backend))
+                         rank, world_size, (t0, t1, time.perf_counter()), precision_of(backend), cell)
     finally:
         backend.precision = before
 
 
 def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress, rank, world_size,
-              times, precision) -> dict:
+              times, precision, cell=None) -> dict:
     t0, t1, t2 = times
     per_item, alike = None, None
     if isinstance(b, RetrievalSet):
@@ -149,7 +203,9 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         n_items, extra = len(b.items), {}
     t3 = time.perf_counter()
     res = {
-        "model": spec, "model_id": weights_id(backend), "random_weights": bool(backend.random_weights),
+        **({"cell": cell} if cell else {}),
+        "model": spec, "model_id": weights_id(backend), "model_config_id": config_id(backend),
+        "random_weights": bool(backend.random_weights),
         "protocol": protocol,
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
         "metrics": flat, "ties": ties, "counts": counts, "n_items": n_items,
@@ -163,13 +219,14 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     if out:
-        out_path = Path(out)
+        out_path = Path(os.path.expanduser(out))
+        files: list[tuple[Path, bytes]] = []
         if per_item is not None:
-            items_path = out_path.with_suffix(".items.jsonl")
-            res["per_item"] = items_path.name
-            atomic_write(items_path, "".join(json.dumps(r, allow_nan=False) + "\n"
-                                             for r in per_item_records(b, scores, per_item)))
-        write_json(out_path, res)
+            data = "".join(json.dumps(r, allow_nan=False) + "\n" for r in per_item_records(b, scores, per_item)).encode()
+            res["per_item"] = items_path(out_path).name
+            res["per_item_sha256"] = items_hash(data)
+            files.append((items_path(out_path), data))
+        atomic_files(files + [(out_path, (json.dumps(res, indent=2) + "\n").encode())])
     return res
 
 

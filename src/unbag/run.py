@@ -22,10 +22,13 @@ A plan names its models (specs, or `[train.NAME]` tables trained first), benchma
     SGI-paper = { protocol = "sgi:paper", models = ["pretrained"] }   # only for these models
     SGI-1view = { protocol = "sgi", phases = 1 }   # a protocol with options
 
-Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically; a rerun skips finished
-cells made with the same model spec and weights, protocol and options (as recorded), benchmark
-spec, seed and files, so an interrupted run continues where it stopped and a cell whose setup
-changed runs again. Retrieval sets are scored with the
+Each cell writes OUT/results/MODEL__BENCH__PROTOCOL.json atomically (a name holding `__`, or
+starting or ending with `_`, has its underscores written %5F, so no two cells share a file), and
+records its cell (model, benchmark, protocol names) inside; a rerun skips finished cells made
+with the same model spec, weights and configuration, protocol and options (as recorded),
+benchmark spec, seed and files, so an interrupted run continues where it stopped and a cell
+whose setup changed runs again. OUT/summary.json lists the cells of the plan run last (a report
+shows those). Retrieval sets are scored with the
 global protocol only (other protocols score candidate pairs); those cells are skipped, as are
 zero-shot classification cells for protocols other than global. When the plan scores a
 benchmark that names items to explain (ctrl) with an SGI protocol, OUT/explain/ gets SGI
@@ -35,37 +38,36 @@ explanation images of a few of its items (the first model, the first SGI protoco
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
-import sys
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10
-    import tomli as tomllib
 from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import benchmarks
-from .errors import UnbagError
+from .errors import UnbagError, warn
 from .protocols import SGI_PRESETS, resolve
-from .utils import atomic_write, check_out, write_json
+from .utils import atomic_write, check_out, guard_inputs, mark, read_json, read_toml, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
 PLAN_KEYS = frozenset({"out", "seed", "per_category", "precision", "explain", "models", "train", "benchmarks",
-                       "protocols"})
+                       "protocols", "images_outside_root"})
+RUN_FILES = ("plan.toml", "summary.json", "results", "explain", "train", "report")  # a plan's folder (the demo's report)
+
+
+def cell_file(model: str, bench: str, protocol: str) -> str:
+    """The results file of a cell, unique by construction: the names joined by `__`, each with its
+    underscores written %5F when it holds `__` or starts or ends with `_` (names have no `%`)."""
+    def part(name: str) -> str:
+        return name.replace("_", "%5F") if "__" in name or name.startswith("_") or name.endswith("_") else name
+    return f"{part(model)}__{part(bench)}__{part(protocol)}.json"
 
 
 def read_plan(path: str | Path) -> dict:
     """Parse and check a plan file; errors name the file and the field."""
     path = Path(path)
-    try:
-        plan = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UnbagError(f"{path}: plan file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UnbagError(f"{path}: not valid TOML ({e})") from None
+    plan = read_toml(path, "plan file not found")
     unknown = sorted(set(plan) - PLAN_KEYS)
     if unknown:
         raise UnbagError(f"{path}: unknown field '{unknown[0]}'; a plan has {', '.join(sorted(PLAN_KEYS))} "
@@ -95,10 +97,63 @@ def read_plan(path: str | Path) -> dict:
     explain = plan.get("explain", [])
     if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
         raise UnbagError(f"{path}: field 'explain' must be a list of item ids, e.g. [\"ood-color-0000\"]")
-    for name in list(plan.get("models", {})) + list(plan.get("benchmarks")) + list(plan.get("protocols")):
+    for field in ("models", "train"):
+        if not isinstance(plan.get(field, {}), dict):
+            raise UnbagError(f"{path}: field '{field}' must be a table")
+    for name in list(plan.get("models", {})) + list(plan.get("train", {})) + list(plan.get("benchmarks")) \
+            + list(plan.get("protocols")):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
+    for field in ("models", "benchmarks"):
+        for name, spec in plan.get(field, {}).items():
+            if not isinstance(spec, str) or not spec:
+                raise UnbagError(f"{path}: {field}.{name}: a spec string, got {spec!r}")
+    for field, kind in (("out", str), ("seed", int), ("images_outside_root", bool)):
+        if field in plan and (not isinstance(plan[field], kind) or (kind is int and isinstance(plan[field], bool))):
+            raise UnbagError(f"{path}: field '{field}' must be a {kind.__name__}, got {plan[field]!r}")
+    if plan.get("seed", 0) < 0:
+        raise UnbagError(f"{path}: field 'seed' must be a whole number >= 0, got {plan['seed']!r}")
     return plan
+
+
+def check_plan(path: Path, plan: dict) -> None:
+    """Check every spec a plan names (models, benchmarks, protocols, train tables) before anything
+    is written: a mistake is an error naming the field, not a half-made run folder."""
+    from . import models, protocols as protocols_
+    from .training.engine import TrainConfig
+    for name, spec in plan.get("models", {}).items():
+        try:
+            models.check_spec(spec)
+        except UnbagError as e:
+            raise UnbagError(f"{path}: models.{name}: {e}") from None
+    for name, spec in plan["benchmarks"].items():
+        try:
+            benchmarks.parse(spec)
+        except UnbagError as e:
+            raise UnbagError(f"{path}: benchmarks.{name}: {e}") from None
+    for name, value in plan["protocols"].items():
+        try:
+            protocols_.lookup(value if isinstance(value, str) else value["protocol"])
+        except UnbagError as e:
+            raise UnbagError(f"{path}: protocols.{name}: {e}") from None
+    for name, table in plan.get("train", {}).items():
+        if not isinstance(table, dict):
+            raise UnbagError(f"{path}: train.{name}: a table of the method and its options")
+        opts = dict(table)
+        try:
+            TrainConfig.for_method(opts.pop("method", "clip"), **opts)
+        except UnbagError as e:
+            raise UnbagError(f"{path}: train.{name}: {e}") from None
+
+
+def run_folder(root: Path) -> Path:
+    """Refuse a plan's output folder that is not a plan's folder (a folder of other files, the
+    folder unbag runs in or one above it), before anything is written; mark it as a plan's."""
+    guard_inputs(root, (), "the plan's out")
+    check_out(root, "run", known=RUN_FILES)
+    root.mkdir(parents=True, exist_ok=True)
+    mark(root, "run", RUN_FILES, grows=True)
+    return root
 
 
 def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
@@ -106,12 +161,13 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     from .cache import JobCache
     from .evaluation import evaluate
     from .models import load
-    from .models.base import weights_id
+    from .models.base import config_id, weights_id
 
     plan = read_plan(path)
-    root = Path(out or plan.get("out", "runs/plan"))
-    root.mkdir(parents=True, exist_ok=True)
+    check_plan(Path(path), plan)
+    root = run_folder(Path(os.path.expanduser(out or plan.get("out", "runs/plan"))))
     atomic_write(root / "plan.toml", Path(path).read_text())
+    outside = bool(plan.get("images_outside_root", False))
     model_specs = dict(plan.get("models", {}))
     for name, table in plan.get("train", {}).items():
         model_specs[name] = str(train_entry(name, table, root, progress, device))
@@ -129,64 +185,106 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
              and m in only.get(p, [m])]
     results, loaded, ids, backend = [], {}, {}, None
     cache = JobCache()  # the cells share regions and frozen features; dropped when the plan ends
-    files = {spec: benchmarks.files_fingerprint(spec) for spec in set(plan["benchmarks"].values())}
+    files = {spec: benchmarks.files_fingerprint(spec, outside) for spec in set(plan["benchmarks"].values())}
+    # the cells of this plan, listed before any runs: a report of the folder shows these only
+    planned = [{"model": m, "benchmark": b, "protocol": p, "file": f"results/{cell_file(m, b, p)}"} for m, b, p in cells]
+    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": False})
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
     with Progress(*cols, disable=not progress) as bar:
         task = bar.add_task("plan", total=len(cells), cell="")
-        for m, b, p in cells:
-            dest = root / "results" / f"{m}__{b}__{p}.json"
+        for (m, b, p), planned_cell in zip(cells, planned):
+            dest = root / planned_cell["file"]
             bar.update(task, cell=f"{m} · {b} · {p}")
             protocol, options = protocols[p]
             protocol = resolve(protocol, model_specs[m])
-            res = json.loads(dest.read_text()) if dest.is_file() else None
+            res = _finished(dest)
             if backend is None or backend.spec != model_specs[m]:  # cells come model by model
                 backend = load(model_specs[m], device=device)
-            if res is not None and model_specs[m] not in ids:  # which weights the spec means now
-                ids[model_specs[m]] = weights_id(backend)
+            if res is not None and model_specs[m] not in ids:  # which weights and setup the spec means now
+                ids[model_specs[m]] = (weights_id(backend), config_id(backend))
             spec = plan["benchmarks"][b]
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options,
                                               spec, seed, files[spec], _precision(backend, precision), sizes[spec]):
                 if spec not in loaded:  # generate/read each benchmark once per run; keep the last
                     while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
-                    loaded[spec] = benchmarks.load(spec, seed=seed, per_category=sizes[spec])
+                    loaded[spec] = benchmarks.load(spec, seed=seed, per_category=sizes[spec], outside_root=outside)
                 res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
-                               progress=False, options=options, precision=precision, cache=cache)
-            res["cell"] = {"model": m, "benchmark": b, "protocol": p, "file": str(dest.relative_to(root))}
+                               progress=False, options=options, precision=precision, cache=cache,
+                               cell=planned_cell, overwrite=True)  # the run folder's results are unbag's
+            res["cell"] = planned_cell
             results.append(res)
             bar.advance(task)
-    write_json(root / "summary.json", {"plan": str(path), "cells": [r["cell"] for r in results]})
+    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": True})
     sgi = next((protocols[p] for p in plan["protocols"] if protocols[p][0] in SGI_PRESETS), None)
     bench = next((spec for spec in plan["benchmarks"].values() if benchmarks.kind(spec).explain), None)
     items = plan.get("explain", benchmarks.kind(bench).explain if bench else ())
     if items and sgi and bench:
-        write_explanations(root, model_specs[next(iter(model_specs))], bench, items, seed, *sgi, device=device)
+        write_explanations(root, model_specs[next(iter(model_specs))], bench, items, seed, *sgi, device=device,
+                           per_category=sizes[bench])
     return results
 
 
+def _finished(dest: Path) -> dict | None:
+    """A cell's results when its file holds them whole, with the per-item file it records
+    unchanged; None (the cell runs again, with a warning when a file was damaged) otherwise."""
+    if not dest.is_file():
+        return None
+    try:
+        res = read_json(dest)
+    except UnbagError as e:
+        warn(f"{e}; the cell runs again")
+        return None
+    if not isinstance(res, dict):
+        warn(f"{dest}: not a results file; the cell runs again")
+        return None
+    items = res.get("per_item")
+    if items is not None:
+        from .evaluation import items_hash
+        f = dest.parent / str(items)
+        if not f.is_file() or items_hash(f.read_bytes()) != res.get("per_item_sha256"):
+            warn(f"{dest}: its per-item file {items} is missing or not the one it was written with; the cell "
+                 "runs again")
+            return None
+    return res
+
+
 def write_explanations(root: Path, model: str, bench: str, items: list[str], seed: int, protocol: str,
-                       options: dict, device: str = "cpu") -> Path:
+                       options: dict, device: str = "cpu", per_category: int | None = None) -> Path:
     """ROOT/explain/ITEM.png for a few items of `bench` under a plan's first SGI protocol and first
-    model, with ROOT/explain/index.json (file, caption) for the report; existing files are kept."""
+    model, drawn with exactly the options its cells were scored with (the protocol's own with the
+    benchmark's declared defaults under the plan's), with ROOT/explain/index.json (file, caption,
+    setup) for the report; an image is redrawn when its setup, weights included, changed."""
     from .models import load
+    from .models.base import config_id, weights_id
     from .sgi.explain import explain
-    from .sgi.config import SGIConfig
+    from .sgi.presets import config_for
 
     out = root / "explain"
     out.mkdir(exist_ok=True)
-    cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **options})
-    setup = json.loads(json.dumps({"model": model, "bench": bench, "seed": seed, "protocol": protocol,
-                                   "options": cfg.record()}))
-    old = {e["file"]: e for e in json.loads((out / "index.json").read_text())} if (out / "index.json").is_file() else {}
-    backend, index = None, []
+    backend = load(model, device=device)
+    old = {}
+    if (out / "index.json").is_file():
+        try:
+            old = {e["file"]: e for e in read_json(out / "index.json") if isinstance(e, dict) and "file" in e}
+        except (UnbagError, TypeError):
+            old = {}
+    index = []
     for item in items:
+        b = benchmarks.load_item(bench, item, seed)
+        cfg = config_for(protocol, options, b)
+        setup = json.loads(json.dumps({"model": model, "model_id": weights_id(backend),
+                                       "model_config_id": config_id(backend), "bench": bench, "seed": seed,
+                                       "per_category": per_category, "protocol": protocol, "options": cfg.record()}))
         name = f"{item}.png"
-        if not ((out / name).is_file() and old.get(name, {}).get("setup") == setup):  # redraw when the setup changed
-            backend = backend or load(model, device=device)
-            explain(backend, benchmarks.load_item(bench, item, seed), cfg).save(out / name)
-        index.append({"file": name, "setup": setup, "caption": f"{protocol} on {item} ({model}): each caption "
-                      "segment's chosen region and its cosine"})
+        scores = old.get(name, {}).get("scores")
+        if not ((out / name).is_file() and old.get(name, {}).get("setup") == setup and scores):  # setup changed: redraw
+            exp = explain(backend, b, cfg)
+            exp.save(out / name, overwrite=True)
+            scores = [[round(float(v), 6) for v in row] for row in exp.scores]
+        index.append({"file": name, "setup": setup, "scores": scores, "caption": f"{protocol} on {item} ({model}): "
+                      "each caption segment's chosen region and its cosine"})
     write_json(out / "index.json", index)
     return out
 
@@ -201,7 +299,7 @@ def _precision(backend, precision: str) -> str:
         backend.precision = before
 
 
-def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, options: dict, bench: str,
+def _same_setup(res: dict, model: str, model_id: tuple | None, protocol: str, options: dict, bench: str,
                 seed: int, files: str | None, precision: str = "fp32", per_category: int | None = None) -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
@@ -218,7 +316,7 @@ def _same_setup(res: dict, model: str, model_id: str | None, protocol: str, opti
     from .protocols import build
 
     recorded = json.loads(json.dumps(build(protocol, options, bench)[1]))  # tuples -> lists, as stored
-    return (res.get("model") == model and res.get("model_id") == model_id
+    return (res.get("model") == model and (res.get("model_id"), res.get("model_config_id")) == tuple(model_id or ())
             and res.get("config", {}).get("protocol") == protocol
             and res.get("config", {}).get("options") == recorded)
 

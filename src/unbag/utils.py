@@ -22,6 +22,20 @@ def umask() -> int:
     return mask
 
 
+def walk_files(root: Path) -> list[Path]:
+    """Every file under `root`, following links to folders, each real folder once (a link that
+    loops back is not followed again), sorted."""
+    files, seen = [], set()
+    for d, dirs, names in os.walk(root, followlinks=True):
+        st = os.stat(d)
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        files += [Path(d) / n for n in names if os.path.isfile(os.path.join(d, n))]
+    return sorted(files)
+
+
 def tree(folder: Path) -> list[str]:
     """Every entry under `folder`, files and folders, as relative POSIX paths (symlinks are listed,
     not followed)."""
@@ -32,11 +46,16 @@ def tree(folder: Path) -> list[str]:
     return sorted(out)
 
 
-def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]") -> None:
+def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]", grows: bool = False) -> None:
     """Record in `folder` that `kind` wrote it, its top-level entries `files` and, under "tree",
-    every entry below them: what a later run may replace without asking."""
-    entries = [e for e in tree(folder) if e.split("/")[0] in set(files) and e != MARKER]
-    atomic_write(folder / MARKER, json.dumps({"kind": kind, "files": sorted(files), "tree": entries}) + "\n")
+    every entry below them: what a later run may replace without asking. `grows`: a folder unbag
+    adds to as it goes (a plan's), whose top-level names alone are recorded."""
+    if grows:
+        record = {"kind": kind, "files": sorted(files), "grows": True}
+    else:
+        record = {"kind": kind, "files": sorted(files),
+                  "tree": [e for e in tree(folder) if e.split("/")[0] in set(files) and e != MARKER]}
+    atomic_write(folder / MARKER, json.dumps(record) + "\n")
 
 
 def _marker(folder: Path) -> dict | None:
@@ -55,6 +74,8 @@ def _foreign(out: Path, made: dict) -> list[str]:
         return [e for e in tree(out) if e not in own]
     top = set(made.get("files", ())) | {MARKER}
     foreign = sorted(p.name for p in out.iterdir() if p.name not in top)
+    if made.get("grows"):
+        return foreign
     try:
         since = (out / MARKER).stat().st_mtime
     except OSError:
@@ -71,16 +92,18 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def guard_inputs(out: Path, inputs: "tuple | list", what: str = "--out") -> None:
+def guard_inputs(out: Path, inputs: "tuple | list", what: str = "--out", file: bool = False) -> None:
     """Refuse an output that would replace or hold one of the command's inputs, or the folder the
-    command runs in (whatever --overwrite says: replacing it would delete what the command reads)."""
+    command runs in (whatever --overwrite says: replacing it would delete what the command reads);
+    a `file` output also may not lie inside an input folder (a benchmark's own)."""
     from .errors import UnbagError
     target = Path(os.path.abspath(os.path.expanduser(out)))
     real = target.resolve()
     for p in inputs:
         src = Path(p).expanduser().resolve()
-        if _inside(src, real) or _inside(src, target):
-            raise UnbagError(f"{out}: {what} holds {p}, an input of this command; choose another {what}")
+        if _inside(src, real) or _inside(src, target) or (file and (_inside(real, src) or _inside(target, src))):
+            raise UnbagError(f"{out}: {what} {'lies in or is' if file else 'holds'} {p}, an input of this command; "
+                             f"choose another {what}")
     cwd = Path.cwd().resolve()
     if real == Path(real.anchor) or _inside(cwd, real):
         raise UnbagError(f"{out}: {what} is {'the root folder' if real == Path(real.anchor) else 'a folder this command runs in'}; "
@@ -160,7 +183,7 @@ def check_file_out(out: str | os.PathLike, kind: str, own: "Callable[[Path], boo
     if not text or text.endswith(("/", os.sep)) or out.is_dir():
         raise UnbagError(f"{text or repr(text)}: is a folder; --out names the file `{kind}` writes")
     for f in (out, *map(Path, also)):
-        guard_inputs(f, inputs)
+        guard_inputs(f, inputs, file=True)
         if f.is_dir():
             raise UnbagError(f"{f}: is a folder, and `{kind}` writes a file there; choose another --out")
         if f.exists() and not overwrite and not own(f):

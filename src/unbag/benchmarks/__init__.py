@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from .. import utils
 from ..errors import UnbagError
 from ..world.swap import CATEGORIES
 from ..world.styles import render_procs, render_version, resolve, size
@@ -173,6 +175,8 @@ def _ctrl_retrieval(path: str, world: str | None, seed: int):
     from .retrieval import ctrl_retrieval
     if path and not path.isdigit():
         raise UnbagError(f"ctrl-retrieval:{path}: the part after ':' is the number of scenes")
+    if path and int(path) < 1:
+        raise UnbagError(f"ctrl-retrieval:{path}: the number of scenes must be >= 1")
     return ctrl_retrieval(int(path) if path else 1000, px=size(world), style=world)
 
 
@@ -260,11 +264,18 @@ def kind(spec: str) -> Kind:
     return parse(spec).kind
 
 
-def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None):
+def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None,
+         outside_root: bool = False):
     """Load the benchmark a spec names (`seed`: the world seed of generated ones; `per_category`
     and `style`: the size, items per category and split, and the world, flat or 3d, of a generated
     one). Its `spec` is the one given (image root included) and its `info` records the image root
-    and the files' fingerprint (`files_fingerprint`)."""
+    and the files' fingerprint (`files_fingerprint`). Every image must lie inside the benchmark's
+    folder or image root once links are followed (an absolute path, `../` or a link out of them
+    is refused, naming the item), unless `outside_root`: then the result records it, and the
+    fingerprint covers those images too."""
+    utils.at_least("seed", seed, 0)
+    if per_category is not None:
+        utils.at_least("per_category", per_category)
     k, name, path, third = parse(spec)
     image_root = third if k.image_root else None
     if k.needs_dir and not path:
@@ -284,26 +295,82 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
                 raise UnbagError(f"{it.source or it.id}: caption {j} is empty ({c!r})")
     if image_root:
         b.info["image_root"] = str(Path(image_root).resolve())
-    b.info["files"] = files_fingerprint(spec)
+    files = files_fingerprint(spec)
+    if files is not None:
+        outside = _outside(b, _roots(spec))
+        if outside and not outside_root:
+            where_, ref = outside[0]
+            raise UnbagError(f"{where_}: image {ref} lies outside the benchmark's folder"
+                             f"{' and image root' if image_root else ''} ({', '.join(map(str, _roots(spec)))}) once "
+                             f"links are followed{f' (and {len(outside) - 1} more)' if len(outside) > 1 else ''}; "
+                             "move it inside, or pass --images-outside-root (plans: images_outside_root = true) to "
+                             "read images anywhere, which the results record")
+        if outside_root:
+            b.info["images_outside_root"] = True
+            files = _with_images(files, [ref for _, ref in outside])
+    b.info["files"] = files
     return b
+
+
+def _roots(spec: str) -> list[Path]:
+    """The folders a file benchmark's images must lie in, resolved: its DIR (a FILE's folder) and
+    its IMAGE_ROOT."""
+    k, _, path, third = parse(spec)
+    roots = [Path(path)] + ([Path(third)] if k.image_root and third else [])
+    return [(r if r.is_dir() else r.parent).resolve() for r in roots]
+
+
+def _image_refs(b) -> list[tuple[str, str]]:
+    """(where, path) of every image a loaded benchmark reads from a file."""
+    if hasattr(b, "items"):
+        return [(f"{it.source or it.id}: field 'images[{k}]'", r.partition("#crop=")[0])
+                for it in b.items for k, r in enumerate(it.images) if isinstance(r, str)]
+    return [(f"{b.spec}: image {n}", r.partition("#crop=")[0]) for n, r in enumerate(b.images) if isinstance(r, str)]
+
+
+def _outside(b, roots: list[Path]) -> list[tuple[str, str]]:
+    """The images of `b` that lie outside every root once links are followed."""
+    out, seen = [], {}
+    for where_, ref in _image_refs(b):
+        if ref not in seen:
+            real = Path(os.path.realpath(ref))
+            seen[ref] = any(real == r or r in real.parents for r in roots)
+        if not seen[ref]:
+            out.append((where_, ref))
+    return out
+
+
+def _with_images(files: str, refs: list[str]) -> str:
+    """A fingerprint extended with images outside the benchmark's folders (path, size, time)."""
+    h = hashlib.sha256(files.encode())
+    for ref in sorted(set(refs)):
+        try:
+            st = os.stat(ref)
+            h.update(f"{os.path.realpath(ref)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except OSError:
+            h.update(f"{ref}\0missing\0".encode())
+    return h.hexdigest()
 
 
 ANNOTATIONS = {".json", ".jsonl", ".csv", ".tsv", ".txt", ".parquet", ".toml"}
 
 
-def files_fingerprint(spec: str) -> str | None:
+def files_fingerprint(spec: str, outside_root: bool = False) -> str | None:
     """A hash of the files a spec reads (None for generated benchmarks): annotation files by
-    content, other files (images) by path, size and modification time, so that an edited caption,
-    a replaced image or another folder changes it."""
+    content, other files (images) by path, size and modification time, links to folders followed,
+    so that an edited caption, a replaced image or another folder changes it. `outside_root`: the
+    benchmark may read images anywhere; they join the hash (the benchmark is read to find them)."""
     k, _, path, third = parse(spec)
     image_root = third if k.image_root else None
     if generated(spec):
         return None
+    if outside_root:
+        return load(spec, outside_root=True).info["files"]
     h = hashlib.sha256()
     for root in (Path(path), Path(image_root) if image_root else None):
         if root is None:
             continue
-        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root] if root.exists() else []
+        files = utils.walk_files(root) if root.is_dir() else [root] if root.exists() else []
         h.update(f"{root.resolve()}\0{len(files)}\0".encode())
         for f in files:
             st = f.stat()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UnbagError, warn
+from ..utils import walk_files
 from . import prompts
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
@@ -142,8 +143,9 @@ def load(root: str | Path, dataset: str | None = None):
     names, templates, info = names_and_templates(root, folders, dataset)
     images, labels = [], []
     for c, f in enumerate(folders):
-        found = sorted(str(Path(d) / n) for d, _, files in os.walk(root / f, followlinks=True) for n in files
-                       if n.lower().endswith(IMAGE_EXT))
+        # links followed as torchvision's ImageFolder does, but each real folder once: a link that
+        # loops back would otherwise count the same images again, level after level
+        found = [str(p) for p in walk_files(root / f) if p.name.lower().endswith(IMAGE_EXT)]
         if not found:
             raise UnbagError(f"{root / f}: class folder with no image ({', '.join(IMAGE_EXT)}); remove it or add "
                              "images (torchvision's ImageFolder refuses it too)")

@@ -19,7 +19,7 @@ from ..scoring.encode import pixels_of, unique
 from ..world.styles import resolve
 from .common import head_class, head_inputs
 from .features import alternative_features, image_features, text_features
-from .train import load_head
+from .train import head_id, load_head
 
 def _nbytes(fields: dict) -> int:
     return sum(t.nbytes for t in fields.values())
@@ -94,7 +94,7 @@ def _head(path: str, options: dict, bench: "str | Benchmark"):
     import functools
 
     _, record = load_head(path)
-    recorded = {"head": record["head"], "backbone": record["backbone"],
+    recorded = {"head": record["head"], "backbone": record["backbone"], "head_id": head_id(path),
                 **head_class(record["head"]["kind"]).recorded(bench)}
     return functools.partial(score_head, path=path), recorded
 

@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 
 from ..errors import UnbagError
 from ..training.optim import lr_lambda, param_groups, warmup_steps
-from ..utils import atomic_dir, read_safetensors, versions, whole_numbers
+from ..utils import atomic_dir, read_json, read_safetensors, versions, whole_numbers
 from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
 from .cache import FeatureCache
 
@@ -142,11 +142,38 @@ def train_head(cache_dir: str | os.PathLike, cfg: HeadTrainConfig, out: str | os
 
 def load_head(path: str | os.PathLike) -> tuple[torch.nn.Module, dict]:
     """A trained head and its record (backbone, config, log)."""
+    from dataclasses import fields
     path = Path(path)
+    f = path / "head.json"
+    record = read_json(f, "not a head checkpoint (no head.json)")
+    if not isinstance(record, dict) or not isinstance(record.get("head"), dict):
+        raise UnbagError(f"{f}: field 'head' (the head's architecture) is missing; not a head checkpoint")
+    for key in ("backbone", "backbone_id"):
+        if not isinstance(record.get(key), str):
+            raise UnbagError(f"{f}: field '{key}' (the backbone the head was trained on) is missing")
+    known = {x.name for x in fields(HeadConfig)}
+    unknown = sorted(set(record["head"]) - known)
+    if unknown:
+        raise UnbagError(f"{f}: field 'head.{unknown[0]}' is not an option of a head ({', '.join(sorted(known))}); "
+                         "the file is damaged or from another version of unbag")
+    head_class(str(record["head"].get("kind", HeadConfig.kind)))  # an unknown kind names the registered ones
     try:
-        record = json.loads((path / "head.json").read_text())
-    except FileNotFoundError:
-        raise UnbagError(f"{path}: not a head checkpoint (no head.json)") from None
-    head = build(HeadConfig(**record["head"]))
-    head.load_state_dict(read_safetensors(path / "head.safetensors"))
+        head = build(HeadConfig(**record["head"]))
+        head.load_state_dict(read_safetensors(path / "head.safetensors"))
+    except (RuntimeError, TypeError, ValueError) as e:
+        raise UnbagError(f"{path}: head.json and head.safetensors do not match ({str(e).splitlines()[0]})") from None
     return head.eval(), record
+
+
+def head_id(path: str | os.PathLike) -> str:
+    """SHA-1 of what a head scores with: its weights file and its record's architecture, training
+    config and backbone (a result is reused only when the head is the same)."""
+    import hashlib
+    path = Path(path)
+    record = read_json(path / "head.json")
+    h = hashlib.sha1(json.dumps({k: record.get(k) for k in ("head", "train", "backbone", "backbone_id")},
+                                sort_keys=True).encode())
+    with open(path / "head.safetensors", "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -25,6 +25,9 @@ class Form:
     """A registered kind of model spec."""
     form: str  # how its specs read, for help and errors
     loader: Callable[[str, str, "str | torch.device"], Backend]  # (spec, text after 'PREFIX:', device)
+    # a cheap check of a spec without loading it (text after 'PREFIX:'): plans check every model
+    # before they write anything
+    check: Callable[[str], None] = lambda rest: None
 
 
 def _builtin(spec: str, rest: str, device) -> Backend:
@@ -38,6 +41,22 @@ def _builtin(spec: str, rest: str, device) -> Backend:
         have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
         raise UnbagError(f"{spec}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
     return load_overlay(METHODS_DIR / rest, spec, device)
+
+
+def _check_builtin(rest: str) -> None:
+    if rest and not (METHODS_DIR / rest / "overlay.json").is_file():
+        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
+        raise UnbagError(f"builtin:{rest}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
+
+
+def _check_open_clip(rest: str) -> None:
+    from .openclip import check
+    check(rest)
+
+
+def _check_hf(rest: str) -> None:
+    if not rest:
+        raise UnbagError("hf: names no model; use hf:PATH_OR_ID")
 
 
 def _open_clip(spec: str, rest: str, device) -> Backend:
@@ -73,21 +92,41 @@ def _folder(spec: str, device) -> Backend:
 
 
 MODELS: dict[str, Form] = {
-    "builtin": Form("builtin | builtin:METHOD (shipped ft|negclip|clic|degla checkpoints)", _builtin),
+    "builtin": Form("builtin | builtin:METHOD (shipped ft|negclip|clic|degla checkpoints)", _builtin,
+                    _check_builtin),
     "open_clip": Form("open_clip:NAME[@PRETRAINED] | open_clip:local-dir:PATH | open_clip:hf-hub:ORG/REPO",
-                      _open_clip),
-    "hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)", _hf),
+                      _open_clip, _check_open_clip),
+    "hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)", _hf, _check_hf),
 }
 SPEC_FORMS = tuple(f.form for f in MODELS.values()) + (
     "PATH (a model folder unbag saved: open_clip, transformers, an overlay or a packed built-in model)",)
 
 
+def check_spec(spec: str) -> None:
+    """Refuse a model spec that cannot load, as far as can be told without loading it: an unknown
+    form, a missing folder, an open_clip name without weights, a shipped method that is not."""
+    if not isinstance(spec, str) or not spec:
+        raise UnbagError(f"model spec {spec!r}: expected a spec string; known forms: {', '.join(SPEC_FORMS)}")
+    prefix, _, rest = spec.partition(":")
+    if prefix in MODELS:
+        MODELS[prefix].check(rest)
+    elif not Path(spec).is_dir():
+        raise UnbagError(f"unknown model spec {spec!r}; known forms: {', '.join(SPEC_FORMS)}")
+
+
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")  # devices that hold weights and compute (not `meta`)
+
+
 def check_device(device: str | torch.device) -> torch.device:
-    """The torch device a --device names; refused when torch does not know it or has no such GPU."""
+    """The torch device a --device names; refused when torch does not know it, when it computes
+    nothing (`meta`) or has no such GPU."""
     try:
         d = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
         raise UnbagError(f"--device {device!r}: not a device torch knows (cpu, cuda, cuda:N, mps)") from None
+    if d.type not in DEVICE_TYPES:
+        raise UnbagError(f"--device {device}: not a device that holds weights and computes; use one of "
+                         f"{', '.join(DEVICE_TYPES)}")
     if d.type == "cuda" and not torch.cuda.is_available():
         raise UnbagError(f"--device {device}: torch sees no CUDA GPU on this machine (torch {torch.__version__}); "
                          "use --device cpu")
@@ -105,5 +144,5 @@ def load(spec: str, device: str | torch.device = "cpu") -> Backend:
     return _folder(spec, device)
 
 
-__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "MODELS", "BUILTIN_DIR", "BUILTIN_WEIGHTS", "METHODS_DIR",
+__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "check_spec", "check_device", "MODELS", "BUILTIN_DIR", "BUILTIN_WEIGHTS", "METHODS_DIR",
            "SPEC_FORMS"]

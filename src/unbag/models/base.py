@@ -111,6 +111,13 @@ class Backend(ABC):
             self.write(tmp, extra)
         return Path(out)
 
+    def config_record(self) -> dict:
+        """Everything besides the weights that shapes this model's scores: its class, input size,
+        normalisation (and, in backends that have them, the architecture config and the whole
+        preprocessing config). `config_id` hashes it: a result is reused only when it is the same."""
+        return {"class": type(self).__name__, "image_size": list(self.image_size), "mean": list(self.mean),
+                "std": list(self.std)}
+
     precision: str = "auto"  # what scoring encodes in (scoring/encode.py: auto = bf16 on CUDA, fp32 elsewhere)
     random_weights: bool = False  # built with random weights on purpose (`open_clip:NAME@random`)
     image_tower: tuple[str, ...] = ()  # state-dict prefixes of the image tower (empty: not known)
@@ -195,6 +202,13 @@ def weights_id(backend: "Backend", image_only: bool = False) -> str:
         h.update(k.encode())
         h.update(v.detach().float().cpu().numpy().tobytes())
     return h.hexdigest()
+
+
+def config_id(backend: "Backend") -> str:
+    """SHA-1 of a backend's configuration (`Backend.config_record`): with `weights_id`, which model
+    made a result (a changed open_clip_config.json or preprocess_cfg changes it, the weights unchanged)."""
+    import json
+    return hashlib.sha1(json.dumps(backend.config_record(), sort_keys=True, default=str).encode()).hexdigest()
 
 
 def by_length(keep: list[tuple[int, torch.Tensor]],

@@ -75,6 +75,14 @@ class HFBackend(Backend):
         self.context = min(getattr(self.tokenizer, "model_max_length", 10**6) or 10**6,
                            tcfg.max_position_embeddings)
 
+    def config_record(self) -> dict:
+        """The base record, the transformers config (without its version stamp and path) and the
+        preprocessor config."""
+        cfg = {k: v for k, v in self.model.config.to_dict().items()
+               if k not in ("transformers_version", "_name_or_path", "_commit_hash")}
+        return {**super().config_record(), "kind": self.kind, "config": cfg, "processor": self._proc,
+                "context": self.context}
+
     @staticmethod
     def _processor_config(path: str) -> dict:
         f = Path(path) / "preprocessor_config.json"

@@ -42,6 +42,19 @@ def parse(spec: str) -> tuple[str, str | None]:
     return name, None if pretrained == RANDOM else pretrained
 
 
+def check(rest: str) -> None:
+    """Refuse, without building it, an open_clip spec that cannot load: no weights named, a
+    local-dir without its config, a model name open_clip and unbag do not know."""
+    name, pretrained = parse(rest)
+    if name.startswith("local-dir:"):
+        if not (Path(name[len("local-dir:"):]) / "open_clip_config.json").is_file():
+            raise UnbagError(f"open_clip:{rest}: not an open_clip local-dir model (no open_clip_config.json)")
+    elif not name.startswith("hf-hub:"):
+        oc = _open_clip()
+        if name not in oc.list_models() and f"{name}-quickgelu" not in oc.list_models():
+            raise UnbagError(f"open_clip has no model config {name!r} (see open_clip.list_models())")
+
+
 def _quickgelu_name(oc, name: str, pretrained: str | None) -> str:
     """OpenAI weights were trained with QuickGELU: map NAME to NAME-quickgelu or refuse."""
     if pretrained != "openai" or "quickgelu" in name.lower():
@@ -159,6 +172,13 @@ class OpenCLIPBackend(Backend):
     @staticmethod
     def own_configs() -> list[str]:
         return [p.stem for p in CONFIG_DIR.glob("*.json")]
+
+    def config_record(self) -> dict:
+        """The base record, the model config and the whole preprocess config open_clip applies
+        (size, resize mode, interpolation, fill, mean, std) and the tokenizer's context length."""
+        return {**super().config_record(), "model_cfg": self.model_cfg,
+                "preprocess_cfg": dict(getattr(self.model.visual, "preprocess_cfg", {}) or {}),
+                "context_length": getattr(self.tokenizer, "context_length", None)}
 
     def preprocess(self, image: Image.Image) -> torch.Tensor:
         return self._preprocess(image)

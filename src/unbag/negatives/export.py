@@ -9,7 +9,8 @@ import numpy as np
 from rich.progress import Progress
 
 from ..errors import UnbagError
-from ..utils import atomic_write, versions, write_json
+from ..benchmarks.common import caption_file
+from ..utils import at_least, atomic_files, check_file_out, versions
 from .typed import TYPES, RuleGenerator, WorldGenerator
 from ..world.stream import STREAMS, parse_stream
 
@@ -24,15 +25,34 @@ def generator(spec: str, device: str = "cpu"):
     raise UnbagError(f"unknown negative generator {spec!r}; use rules or llm:MODEL_DIR")
 
 
+def written_by_negatives(path: Path) -> bool:
+    """Whether a file is a negatives file or its .meta.json that `unbag negatives` wrote."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    if path.name.endswith(".meta.json"):
+        return isinstance(data, dict) and "unbag" in (data.get("versions") or {}) and "generator" in data
+    return isinstance(data, list) and all(isinstance(e, dict) and {"image_id", "original", "enhanced"} <= set(e)
+                                          for e in data[:3])
+
+
 def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k: int = 4, n: int = 1000,
-           seed: int = 0, gen: str = "rules", device: str = "cpu", progress: bool = True) -> Path:
+           seed: int = 0, gen: str = "rules", device: str = "cpu", progress: bool = True,
+           overwrite: bool = False) -> Path:
     """Generate k negatives per caption of `data` (a world stream, world[:DIST] / world-flat / world3d: n
     samples; or a caption file) and write them to `out`,
-    with OUT.meta.json beside it: how they were made (and, for an LLM, how many answers it kept)."""
+    with OUT.meta.json beside it: how they were made (and, for an LLM, how many answers it kept).
+    Files there that unbag did not write are refused unless `overwrite`; the caption file read, always."""
     bad = set(types) - set(TYPES)
     if bad:
         raise UnbagError(f"unknown negative types {sorted(bad)}; available: {', '.join(TYPES)}")
-    out = Path(out)
+    at_least("k", k)
+    at_least("n", n)
+    at_least("seed", seed, 0)
+    inputs = () if data.partition(":")[0] in STREAMS else (caption_file(data),)
+    out = check_file_out(out, "negatives", written_by_negatives, overwrite, inputs,
+                         also=(Path(os.path.expanduser(out)).with_suffix(".meta.json"),))
     entries, g = [], None
     with Progress(disable=not progress) as bar:
         if data.partition(":")[0] in STREAMS:
@@ -53,7 +73,7 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
                                 "world": {"style": style, "distribution": dist, "seed": seed, "index": i}})
                 bar.advance(task)
         else:
-            from ..benchmarks.common import caption_file, caption_rows
+            from ..benchmarks.common import caption_rows
             path = Path(caption_file(data))
             if not path.is_file():
                 raise UnbagError(f"{path}: caption file not found")
@@ -69,9 +89,9 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
                                 "original": caps[0], "enhanced": [x for _, x in got],
                                 "types": [t for t, _ in got]})
                 bar.advance(task)
-    atomic_write(out, json.dumps(entries, indent=1) + "\n")
     meta = {"data": data, "types": list(types), "k": k, "n": len(entries), "seed": seed,
             "generator": "world grammar" if g is None else gen, "llm_answers": getattr(g, "stats", None),
             "versions": versions()}
-    write_json(out.with_suffix(".meta.json"), meta)
+    atomic_files([(out.with_suffix(".meta.json"), json.dumps(meta, indent=2) + "\n"),
+                  (out, json.dumps(entries, indent=1) + "\n")])
     return out

@@ -8,18 +8,17 @@ DIR/data/; it is written in a temporary folder and renamed into place.
 from __future__ import annotations
 
 import html
-import json
+import math
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..benchmarks import Grid
-from ..errors import UnbagError
-from ..utils import atomic_dir, check_out
+from ..errors import UnbagError, warn
+from ..utils import atomic_dir, check_out, read_json
 
-CELL = re.compile(r"^(?P<model>[^_]+(?:_[^_]+)*)__(?P<bench>.+)__(?P<protocol>[^_]+(?:_[^_]+)*)\.json$")
+RESULT_FIELDS = ("model", "protocol", "benchmark", "metrics")  # what every results file holds
 
 
 @dataclass
@@ -27,7 +26,7 @@ class Result:
     file: Path  # the results file as given
     data_name: str  # its copy under DIR/data/
     res: dict
-    model: str
+    model: str  # the row's model and protocol: a plan's names (its cell), else the specs
     protocol: str
 
     @property
@@ -35,34 +34,98 @@ class Result:
         return any("/retrieval/" in k for k in self.res["metrics"])
 
 
-def collect(paths: list[str | os.PathLike]) -> list[Result]:
-    """Results files (or folders holding results/*.json or *.json), in a stable order."""
-    files: list[Path] = []
+def read_result(f: Path) -> dict:
+    """A results file, checked: a JSON object with the fields every results file has, and metrics
+    that are fractions (finite, in [0, 1]); errors name the file and the field or key."""
+    res = read_json(f)
+    if not isinstance(res, dict):
+        raise UnbagError(f"{f}: not a results file of `unbag eval` or `unbag run` (a JSON object with "
+                         f"{', '.join(RESULT_FIELDS)})")
+    for k in RESULT_FIELDS:
+        if k not in res:
+            raise UnbagError(f"{f}: missing field '{k}'; not a results file of `unbag eval` or `unbag run`")
+    if not isinstance(res["metrics"], dict) or not isinstance(res["benchmark"], dict) \
+            or not isinstance(res["benchmark"].get("name"), str):
+        raise UnbagError(f"{f}: field 'metrics' must be an object of metric values and 'benchmark' an object "
+                         "with a 'name'")
+    for k, v in res["metrics"].items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
+            raise UnbagError(f"{f}: metrics['{k}'] is {v!r}; a metric is a fraction in [0, 1] (the file is "
+                             "damaged or was not written by unbag)")
+    for k in ("model", "protocol"):
+        if not isinstance(res[k], str):
+            raise UnbagError(f"{f}: field '{k}' must be a string, got {res[k]!r}")
+    return res
+
+
+def _looks_like_result(f: Path) -> bool:
+    """Whether a JSON file in a results folder is meant as a results file (it is then read and
+    checked whole: a damaged one is an error, not skipped)."""
+    data = read_json(f)
+    return not isinstance(data, dict) or "metrics" in data or "model" in data
+
+
+def _run_cells(run: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
+    """The results files of a plan's folder that are cells of its current plan (summary.json), each
+    with its cell, and notes on what was left out: cells of another plan, cells not yet run, and
+    files that lead out of the folder."""
+    summary = read_json(run / "summary.json")
+    cells = summary.get("cells") if isinstance(summary, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and isinstance(c.get("file"), str) for c in cells):
+        raise UnbagError(f"{run / 'summary.json'}: field 'cells' must list the plan's cells (rerun `unbag run`)")
+    root, found, notes, missing = run.resolve(), [], [], 0
+    listed = set()
+    for c in cells:
+        f = run / c["file"]
+        listed.add(f.name)
+        if not f.resolve().is_relative_to(root) or f.is_symlink():
+            raise UnbagError(f"{run / 'summary.json'}: cell file {c['file']!r} leads out of {run}; a report "
+                             "takes only the files unbag wrote in the run folder")
+        if f.is_file():
+            found.append((f, c))
+        else:
+            missing += 1
+    others = sorted(p.name for p in (run / "results").glob("*.json") if p.name not in listed)
+    if missing:
+        notes.append(f"{run}: {missing} cell(s) of its plan have no results yet (an unfinished run)")
+    if others:
+        notes.append(f"{run}: {len(others)} results file(s) are not cells of its current plan ({others[0]}"
+                     f"{', ...' if len(others) > 1 else ''}), left out; they came from another plan run into "
+                     "this folder")
+    return found, notes
+
+
+def collect(paths: list[str | os.PathLike], notes: list[str] | None = None) -> list[Result]:
+    """Results files (or folders: a plan's folder gives the cells of its current plan, another
+    folder its results/*.json or *.json), in a stable order; `notes` gets what was left out."""
+    notes = [] if notes is None else notes
+    given: list[tuple[Path, dict | None, bool]] = []  # file, its cell, named by the user
     for p in map(Path, paths):
-        if p.is_dir():
+        if p.is_dir() and (p / "summary.json").is_file():
+            found, said = _run_cells(p)
+            given += [(f, c, False) for f, c in found]
+            notes += said
+        elif p.is_dir():
             found = sorted((p / "results").glob("*.json")) or sorted(p.glob("*.json"))
-            if (p / "summary.json").is_file():  # a plan's folder: keep the plan's order of cells
-                order = [c["file"] for c in json.loads((p / "summary.json").read_text()).get("cells", [])]
-                rank = {str(p / f): n for n, f in enumerate(order)}
-                found.sort(key=lambda f: rank.get(str(f), len(rank)))
-            files += found
+            given += [(f, None, False) for f in found if f.name != "summary.json"]
         elif p.is_file():
-            files.append(p)
+            given.append((p, None, True))
         else:
             raise UnbagError(f"{p}: no such results file or folder")
     out, names = [], set()
-    for f in files:
-        try:
-            res = json.loads(f.read_text())
-        except json.JSONDecodeError as e:
-            raise UnbagError(f"{f}:{e.lineno}: not valid JSON ({e.msg})") from None
-        if not isinstance(res, dict) or "metrics" not in res or "model" not in res:
-            continue  # summary.json and other files of a run folder
-        m = CELL.match(f.name)
-        model, protocol = (m["model"], m["protocol"]) if m else (res["model"], res["protocol"])
-        name = f.name
-        while name in names:
-            name = f"{f.parent.name}-{name}"
+    for f, cell, named in given:
+        if not named and f.is_symlink():
+            raise UnbagError(f"{f}: a link in a results folder; a report takes only the files unbag wrote there")
+        if not named and cell is None and not _looks_like_result(f):
+            continue  # another file of a results folder (a negatives file, a head's record...)
+        res = read_result(f)
+        cell = cell if cell and "model" in cell else res.get("cell") if isinstance(res.get("cell"), dict) else None
+        model, protocol = (str(cell["model"]), str(cell["protocol"])) if cell and "model" in cell and "protocol" in cell \
+            else (res["model"], res["protocol"])
+        name, k = f.name, 1
+        while name in names:  # unique copies: the parent folder, then a number
+            name = f"{f.parent.name}-{f.name}" if k == 1 else f"{k}-{f.name}"
+            k += 1
         names.add(name)
         out.append(Result(f, name, res, model, protocol))
     if not out:
@@ -216,18 +279,33 @@ def headline(rows, grid: Grid) -> list[str]:
     return out
 
 
-def explanations(paths: list[str | os.PathLike], out: Path) -> list[tuple[str, str]]:
+def explanations(paths: list[str | os.PathLike], out: Path, notes: list[str]) -> list[tuple[str, str]]:
     """The SGI explanation images that run folders hold (RUN/explain/index.json, written by
-    `unbag run` and `unbag demo`), copied into the report; nothing is drawn here."""
+    `unbag run` and `unbag demo`), copied into the report; nothing is drawn here. Only images
+    unbag drew there are taken: a plain file name in RUN/explain/, no link, a PNG that carries
+    unbag's mark; anything else the index names is left out with a note."""
+    from ..sgi.explain import drawn_by_unbag
+
     made = []
     for p in map(Path, paths):
         index = p / "explain" / "index.json"
         if not (p.is_dir() and index.is_file()):
             continue
-        for e in json.loads(index.read_text()):
-            name = f"explain/{len(made):02d}-{Path(e['file']).name}"
-            shutil.copyfile(p / "explain" / e["file"], out / name)
-            made.append((name, e["caption"]))
+        entries = read_json(index)
+        if not isinstance(entries, list):
+            raise UnbagError(f"{index}: expected a list of explanation entries")
+        for n, e in enumerate(entries):
+            name = e.get("file") if isinstance(e, dict) else None
+            src = p / "explain" / name if isinstance(name, str) else None
+            ok = (src is not None and name == Path(name).name and name not in ("", ".", "..")
+                  and not src.is_symlink() and src.is_file())
+            if not (ok and drawn_by_unbag(src)):
+                notes.append(f"{index}: entry {n} ({name!r}) is not an explanation image unbag drew in "
+                             f"{p / 'explain'}; left out")
+                continue
+            dest = f"explain/{len(made):02d}-{name}"
+            shutil.copyfile(src, out / dest)
+            made.append((dest, str(e.get("caption", ""))))
     return made
 
 
@@ -246,6 +324,7 @@ img {{ max-width: 100%; height: auto; }}
 <h1>{title}</h1>
 {headline}
 <p class="note">{note}</p>
+{left}
 {body}
 {explain}
 <h2>Results files</h2>
@@ -346,18 +425,22 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     grid tables and charts (ctrl's), then a table and chart per other benchmark, as each declares."""
     from .table import general_ability
 
-    check_out(out, "report", overwrite, REPORT_FILES)  # before reading anything
-    results = collect(paths)
-    with atomic_dir(out, "report", overwrite, REPORT_FILES) as tmp:
+    check_out(out, "report", overwrite, REPORT_FILES, inputs=paths)  # before reading anything
+    left_out: list[str] = []
+    results = collect(paths, left_out)
+    with atomic_dir(out, "report", overwrite, REPORT_FILES, inputs=paths) as tmp:
         for sub in ("data", "figures", "explain"):
             (tmp / sub).mkdir()
         for r in results:
             shutil.copyfile(r.file, tmp / "data" / r.data_name)
         sections = summary_sections(results, tmp)
-        expl = explanations(paths, tmp)
-        v = results[0].res.get("versions", {})
+        expl = explanations(paths, tmp, left_out)
+        for said_out in left_out:
+            warn(said_out)
+        v = results[0].res.get("versions", {}) if isinstance(results[0].res.get("versions"), dict) else {}
         note = html.escape(f"{len(results)} results files; unbag {v.get('unbag')}, torch {v.get('torch')}, "
                            f"open_clip {v.get('open_clip')}, git {v.get('git_commit')}")
+
         body_html, md_body, said = [], [], []
         for grid, rows in grids(results):
             head, body = main_table(rows, grid)
@@ -388,9 +471,11 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                         f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
                         f"{html.escape(str(r.res['benchmark'].get('spec')))})</li>" for r in results)
         head_html = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in said) + "</ul>" if said else ""
-        (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), headline=head_html, note=note,
+        left = "".join(f'<p class="note">Left out: {html.escape(x)}</p>' for x in left_out)
+        (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), headline=head_html, note=note, left=left,
                                                     body="\n".join(body_html), explain=expl_html, files=files))
-        md = [f"# {title}", ""] + [f"- {x}" for x in said] + ["", note, ""] + md_body
+        md = [f"# {title}", ""] + [f"- {x}" for x in said] + ["", note, ""] + \
+            [f"Left out: {x}\n" for x in left_out] + md_body
         md += [""] + [f"![{c}]({n})" for n, c in expl]
         (tmp / "report.md").write_text("\n".join(md) + "\n")
     return Path(out)

@@ -24,6 +24,14 @@ SGI_PRESETS: dict[str, dict] = {
 }
 
 
+def config_for(preset: str, options: dict, bench: "str | Benchmark") -> SGIConfig:
+    """The SGI configuration a preset scores `bench` with: the benchmark's declared defaults (what
+    its images call for: photos `selective`, the 3D ctrl `objects`), then the preset's, then the
+    user's `options`. Scoring and explanations both take it from here."""
+    options = {k: v for k, v in options.items() if v is not None}
+    return SGIConfig.from_options({**sgi_defaults(bench), **SGI_PRESETS[preset], **options})
+
+
 def _sgi(preset: str) -> Callable[[str, dict, str], tuple[Callable, dict]]:
     def build(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable, dict]:
         declared = sgi_defaults(bench)  # what the benchmark's images call for (photos: `selective`)
@@ -32,7 +40,7 @@ def _sgi(preset: str) -> Callable[[str, dict, str], tuple[Callable, dict]]:
             warnings.warn(f"SGI regions {options['regions']!r} on {name}: blobs are found against a plain "
                           f"background and find few objects on photos; this benchmark's default is "
                           f"{declared['regions']!r} (docs/sgi.md)", stacklevel=3)
-        cfg = SGIConfig.from_options({**declared, **SGI_PRESETS[preset], **options})
+        cfg = config_for(preset, options, bench)
         record = cfg.record()
         if declared and preset == "sgi":
             record["benchmark_defaults"] = declared

@@ -283,7 +283,7 @@ class Trainer:
         if lead:  # one process checks and marks the folder; the others would see its temporary files
             check_run_out(self.out, resume, overwrite)
             self.out.mkdir(parents=True, exist_ok=True)
-            mark(self.out, "train", RUN_FILES)
+            mark(self.out, "train", RUN_FILES, grows=True)
         dist.barrier()
         log_path = self.out / "log.jsonl"
         if resume and self.load_checkpoint():

@@ -27,7 +27,7 @@ from rich.progress import track
 from ..utils import atomic_dir
 from .render import RENDER_VERSION, render
 from .scene import HELD_OUT
-from .styles import resolve, size
+from .styles import check_render, resolve, size
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
 
 FORMAT, VERSION = "unbag-ctrl", 1
@@ -73,7 +73,10 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
     `style` (flat | 3d; None: the default world) at px (None: the world's size, world/styles.py);
     3d renders CLEVR scenes over `procs` processes (the same bytes for any number)."""
     from ..errors import UnbagError
+    from ..utils import at_least
     px = size(style) if px is None else px
+    procs = check_render(px, procs, seed)
+    at_least("per_category", per_category)
     categories = list(categories or CATEGORIES)
     for c in categories:
         if c not in CATEGORIES:

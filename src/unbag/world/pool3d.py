@@ -91,6 +91,8 @@ def build_pool(out: str | os.PathLike, data: str = "world3d:finetuning", seed: i
         raise UnbagError(f"--data {data!r}: a pool renders a 3D stream: " + ", ".join(f"world3d:{d}" for d in NAMES3D))
     if n < 1:
         raise UnbagError(f"--n {n}: at least 1 sample")
+    from .styles import check_render
+    procs = check_render(px, procs, seed)
     out = check_out(out, "world pool", overwrite)
     meta = {"format": FORMAT, "version": VERSION, "render": RENDER_VERSION, "dist": dist, "seed": seed, "size": px,
             "n": n, "shard": SHARD}

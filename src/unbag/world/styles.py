@@ -41,6 +41,28 @@ def render_procs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+MIN_PX = 16  # the smallest picture side a world draws (a few pixels an object below it)
+
+
+def check_render(px: int, procs: int | None = None, seed: int = 0) -> int:
+    """Refuse a picture side below MIN_PX, a negative seed and a process count below 1; cap the
+    processes at the machine's cores (more only wait for them), with a warning. The processes."""
+    import os
+
+    from ..errors import warn
+    from ..utils import at_least
+    at_least("size", px, MIN_PX)
+    at_least("seed", seed, 0)
+    if procs is None:
+        return 1
+    at_least("procs", procs, 1)
+    cores = os.cpu_count() or 1
+    if procs > cores:
+        warn(f"--procs {procs}: this machine has {cores} core(s); rendering over {cores} process(es)")
+        return cores
+    return procs
+
+
 def render_version(style: str) -> int:
     """The renderer version of a world: what a generated benchmark records of how it was drawn."""
     if resolve(style) == "3d":
