@@ -71,7 +71,7 @@ def _set(line, **kw):
 
 
 CASES = {
-    "malformed JSONL": (lambda r, ls: ls.__setitem__(4, ls[4][:-5]), r"items.jsonl:5: invalid JSON"),
+    "malformed JSONL": (lambda r, ls: ls.__setitem__(4, ls[4][:-5]), r"items.jsonl:5: not valid JSON"),
     "unknown category": (lambda r, ls: ls.__setitem__(2, _set(ls[2], category="shape")),
                          r"items.jsonl:3: field 'category': unknown category 'shape'"),
     "missing field": (lambda r, ls: ls.__setitem__(0, _set(ls[0], captions=["only one"])),
