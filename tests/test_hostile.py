@@ -569,3 +569,190 @@ def test_a_damaged_head_json_is_an_error_naming_it(damage, words, tmp_path, caps
         (head / "head.json").write_text(json.dumps(rec))
     code, _, err = _run(["eval", "--protocol", f"head:{head}", "--bench", "ctrl-retrieval:8", "--quiet"], capsys)
     assert code == 2 and "head.json" in err and words in err and "Traceback" not in err, err
+
+
+# -- more cases, found by trying each command as a careless user or an attacker would -----------
+
+def _files(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_world_show_refuses_a_folder_and_keeps_a_users_png(tmp_path, capsys):
+    args = ["world", "show", "--n", "1", "--style", "flat", "--out"]
+    code, _, err = _run(args + [str(tmp_path)], capsys)
+    assert code == 2 and "is a folder" in err
+    mine = _img(tmp_path / "mine.png")
+    before = mine.read_bytes()
+    code, _, err = _run(args + [str(mine)], capsys)
+    assert code == 2 and "unbag did not write" in err and mine.read_bytes() == before
+    assert _run(args + [str(tmp_path / "s.png")], capsys)[0] == 0 and _run(args + [str(tmp_path / "s.png")], capsys)[0] == 0
+
+
+def test_an_image_path_with_a_nul_byte_names_the_item(tmp_path, tiny, capsys):
+    root = _sc(tmp_path / "sc", ("0\0.jpg", "1.jpg"), image=False)
+    _img(root / "val2017" / "1.jpg")
+    code, _, err = _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{root}", "--quiet"], capsys)
+    assert code == 2 and "item '0'" in err and "NUL" in err
+
+
+def test_an_image_that_links_to_itself_names_the_item(tmp_path, tiny, capsys):
+    root = _sc(tmp_path / "sc")
+    (root / "val2017" / "0.jpg").unlink()
+    (root / "val2017" / "0.jpg").symlink_to(root / "val2017" / "0.jpg")
+    code, _, err = _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{root}", "--quiet"], capsys)
+    assert code == 2 and "item '0'" in err and "Traceback" not in err, err
+
+
+def test_report_never_replaces_the_folder_of_its_cells(tmp_path, tiny, capsys):
+    from unbag.run import run_plan
+    run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc")), progress=False)
+    before = _files(tmp_path / "out" / "results")
+    code, _, err = _run(["report", str(tmp_path / "out"), "--out", str(tmp_path / "out" / "results"), "--overwrite"],
+                        capsys)
+    assert code == 2 and "an input of this command" in err and _files(tmp_path / "out" / "results") == before
+
+
+def test_a_plans_explain_ids_cannot_lead_out_of_its_folder(tmp_path, tiny, capsys):
+    plan = _plan(tmp_path, tiny, _sc(tmp_path / "sc"), extra='explain = ["../../evil"]')
+    code, _, err = _run(["run", str(plan), "--quiet"], capsys)
+    assert code == 2 and "explain item '../../evil'" in err and not (tmp_path / "out").exists()
+
+
+def test_report_refuses_an_out_that_is_a_link(tmp_path, tiny, capsys):
+    r = tmp_path / "r.json"
+    assert _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{_sc(tmp_path / 'sc')}", "--out", str(r),
+                 "--quiet"], capsys)[0] == 0
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    code, _, err = _run(["report", str(r), "--out", str(tmp_path / "link")], capsys)
+    assert code == 2 and "is a link" in err and (tmp_path / "link").is_symlink()
+    assert not list(tmp_path.glob(".link*"))
+
+
+@pytest.mark.parametrize("damage", ["open_clip_config.json", "overlay.json", "index.json"])
+def test_a_truncated_model_or_cache_record_is_an_error_naming_it(damage, tmp_path, tiny, capsys):
+    import shutil
+
+    from unbag.models import METHODS_DIR
+    if damage == "open_clip_config.json":
+        shutil.copytree(tiny, tmp_path / "m")
+        args = ["eval", "--model", str(tmp_path / "m"), "--bench", "ctrl-retrieval@flat:4"]
+    elif damage == "overlay.json":
+        shutil.copytree(METHODS_DIR / "ft", tmp_path / "m")
+        args = ["eval", "--model", str(tmp_path / "m"), "--bench", "ctrl-retrieval@flat:4"]
+    else:
+        assert _run(["features", "--model", str(tiny), "--data", "swaps", "--n", "4", "--out", str(tmp_path / "m"),
+                     "--quiet"], capsys)[0] == 0
+        args = ["train", "--method", "tflocal", "--data", str(tmp_path / "m"), "--steps", "1", "--out",
+                str(tmp_path / "h")]
+    f = tmp_path / "m" / damage
+    f.write_text(f.read_text()[:30])
+    code, _, err = _run(args + ["--quiet"], capsys)
+    assert code == 2 and damage in err and "not valid JSON" in err and "Traceback" not in err, err
+
+
+def test_negatives_refuse_no_types(tmp_path, capsys):
+    code, _, err = _run(["negatives", "--types", ",,", "--n", "2", "--out", str(tmp_path / "n.json"), "--quiet"], capsys)
+    assert code == 2 and "--types" in err and os.listdir(tmp_path) == []
+
+
+def test_an_out_name_too_long_is_refused_before_scoring(tmp_path, tiny, capsys, monkeypatch):
+    from unbag import evaluation
+    monkeypatch.setattr(evaluation, "_evaluate", lambda *a, **k: pytest.fail("scored"))
+    code, _, err = _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{_sc(tmp_path / 'sc')}", "--out",
+                         str(tmp_path / ("x" * 245 + ".json")), "--quiet"], capsys)
+    assert code == 2 and "too long" in err
+
+
+def test_export_and_features_never_replace_their_input(tmp_path, tiny, capsys):
+    import shutil
+    shutil.copytree(tiny, tmp_path / "m")
+    (tmp_path / "m" / "README.txt").write_text("mine")
+    code, _, err = _run(["export", str(tmp_path / "m"), "--out", str(tmp_path / "m"), "--overwrite"], capsys)
+    assert code == 2 and "an input" in err and (tmp_path / "m" / "README.txt").read_text() == "mine"
+    d = tmp_path / "d"
+    _img(d / "a.png")
+    (d / "caps.jsonl").write_text(json.dumps({"image": "a.png", "caption": "a red cube"}) + "\n")
+    code, _, err = _run(["features", "--model", str(tiny), "--data", f"jsonl:{d / 'caps.jsonl'}", "--n", "1",
+                         "--out", str(d), "--overwrite", "--quiet"], capsys)
+    assert code == 2 and "an input" in err and (d / "caps.jsonl").is_file()
+
+
+def test_report_escapes_names_and_keys(tmp_path, tiny, capsys):
+    r = tmp_path / "r.json"
+    assert _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{_sc(tmp_path / 'sc')}", "--out", str(r),
+                 "--quiet"], capsys)[0] == 0
+    data = json.loads(r.read_text())
+    data["model"] = "<script>alert(1)</script>"
+    data["metrics"]["<img src=x onerror=alert(1)>/acc"] = 0.5
+    r.write_text(json.dumps(data))
+    assert _run(["report", str(r), "--out", str(tmp_path / "rep"), "--title", "<b>t</b>"], capsys)[0] == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<script>alert" not in page and "<img src=x" not in page and "<b>t</b>" not in page
+
+
+@pytest.mark.parametrize("text, words", [
+    ("\x89PNG\x00\xff", "not a text file"),
+    ('seed = -1\n', "field 'seed'"),
+    ('seed = true\n', "field 'seed'"),
+    ('out = ""\n', "runs in"),
+    ('[models]\nm = 3\n', "models.m"),
+    ('[train.t]\nmethod = "clip"\nstepz = 3\n', "train.t: unknown training options"),
+])
+def test_a_bad_plan_is_an_error_before_anything_is_written(text, words, tmp_path, tiny, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "plan.toml"
+    body = _plan(tmp_path, tiny, _sc(tmp_path / "sc")).read_text()
+    if text.startswith("\x89"):  # a binary file
+        p.write_bytes(text.encode("latin-1"))
+    elif text.startswith("[models]"):  # one more model, not a spec
+        p.write_text(body.replace("[models]\n", text))
+    elif text.startswith("["):  # one more table
+        p.write_text(body + text)
+    else:  # a top-level field before the tables (in place of `out` when it is `out`)
+        p.write_text(text + (body.split("\n", 1)[1] if text.startswith("out") else body))
+    code, _, err = _run(["run", str(p), "--quiet"], capsys)
+    assert code == 2 and words in err and "Traceback" not in err, err
+    assert sorted(os.listdir(tmp_path)) == ["plan.toml", "sc"]
+
+
+def test_two_runs_of_one_plan_at_once_leave_whole_pairs(tmp_path, tiny):
+    import hashlib
+    plan = _plan(tmp_path, tiny, _sc(tmp_path / "sc"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "unbag", "run", str(plan), "--quiet"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0], [p.stderr.read() for p in procs]
+    res = json.loads((tmp_path / "out" / "results" / "tiny__sc__global.json").read_text())
+    items = (tmp_path / "out" / "results" / res["per_item"]).read_bytes()
+    assert hashlib.sha256(items).hexdigest() == res["per_item_sha256"]
+
+
+def test_a_summary_naming_a_file_out_of_the_run_is_refused(tmp_path, tiny, capsys):
+    from unbag.run import run_plan
+    run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc")), progress=False)
+    r = tmp_path / "out" / "results" / "tiny__sc__global.json"
+    (tmp_path / "elsewhere.json").write_bytes(r.read_bytes())
+    s = tmp_path / "out" / "summary.json"
+    data = json.loads(s.read_text())
+    data["cells"][0]["file"] = "../elsewhere.json"
+    s.write_text(json.dumps(data))
+    code, _, err = _run(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep")], capsys)
+    assert code == 2 and "leads out of" in err
+
+
+def test_a_benchmark_file_with_a_byte_order_mark_is_read(tmp_path):
+    from unbag import benchmarks
+    root = _sc(tmp_path / "sc")
+    f = root / "data" / "swap_att.json"
+    f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
+    assert len(benchmarks.load(f"sugarcrepe:{root}").items) == 2
+
+
+def test_a_results_file_with_a_key_twice_is_refused_by_report(tmp_path, tiny, capsys):
+    r = tmp_path / "r.json"
+    assert _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{_sc(tmp_path / 'sc')}", "--out", str(r),
+                 "--quiet"], capsys)[0] == 0
+    r.write_text(r.read_text().replace('"metrics": {', '"metrics": {"swap_att/acc": 1.0, ', 1))
+    code, _, err = _run(["report", str(r), "--out", str(tmp_path / "rep")], capsys)
+    assert code == 2 and "appears twice" in err and str(r) in err

@@ -98,6 +98,12 @@ def _captions(captions: Any, arg: str = "captions") -> list[str]:
     return captions
 
 
+def _paths_in(spec: str) -> list[str]:
+    """The existing files or folders a model or data spec names (`PATH`, `PREFIX:PATH`,
+    `PREFIX:PATH:IMAGE_DIR`): an output may not replace them."""
+    return [p for p in dict.fromkeys([spec, *spec.split(":")[1:]]) if p and os.path.exists(p)]
+
+
 def _pairs(images: Any, captions: Any, name: str) -> "Benchmark":
     """Every image against every caption, as one benchmark item."""
     from .benchmarks.base import Benchmark, Item
@@ -181,7 +187,7 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     from .heads.extract import SWAPS, extract_captions, extract_swaps, extract_world
     from .training.data import parse_data
     from .world.stream import STREAMS
-    check_out(out, "features", overwrite)
+    check_out(out, "features", overwrite, inputs=_paths_in(data) + (_paths_in(model) if isinstance(model, str) else []))
     at_least("n", n)
     head, _, rest = data.partition(":")
     if (head in STREAMS or head in SWAPS) and rest.isdigit():
@@ -216,7 +222,7 @@ def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None
     unpacked) or a transformers folder; `unbag.load_model(OUT)` loads it back. A model with unbag's
     convolutional stem or token pooling (models/stem.py, models/token_pool.py) is written in
     open_clip's layout, but only unbag builds it."""
-    check_out(out, "model", overwrite)
+    check_out(out, "model", overwrite, inputs=_paths_in(model) if isinstance(model, str) else [])
     return _backend(model, device).save(out, overwrite=overwrite)
 
 

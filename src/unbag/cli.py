@@ -103,7 +103,7 @@ def _world_pool(a: argparse.Namespace) -> None:
 def _world_show(a: argparse.Namespace) -> None:
     from .reports.sheet import contact_sheet
 
-    out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed, style=a.style)
+    out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed, style=a.style, overwrite=a.overwrite)
     print(f"contact sheet written to {out}")
 
 
@@ -275,6 +275,7 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--n", type=int, default=2, help="items per category and split")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--style", default=None, choices=STYLES, help=f"the world of the generated ctrl (default {DEFAULT_STYLE})")
+    s.add_argument("--overwrite", action="store_true", help="replace --out even if unbag did not draw it")
     s.set_defaults(fn=_world_show)
 
     t = sub.add_parser("train", help="train or fine-tune a model")

@@ -97,6 +97,10 @@ def read_plan(path: str | Path) -> dict:
     explain = plan.get("explain", [])
     if not (isinstance(explain, list) and all(isinstance(x, str) for x in explain)):
         raise UnbagError(f"{path}: field 'explain' must be a list of item ids, e.g. [\"ood-color-0000\"]")
+    for x in explain:  # each names a file in OUT/explain/: no path may lead out of it
+        if not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", x):
+            raise UnbagError(f"{path}: explain item {x!r}: an item id of letters, digits and _ . + - (it names "
+                             "the explanation's file)")
     for field in ("models", "train"):
         if not isinstance(plan.get(field, {}), dict):
             raise UnbagError(f"{path}: field '{field}' must be a table")

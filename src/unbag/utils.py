@@ -122,6 +122,10 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
 
     out = Path(os.path.expanduser(out))
     guard_inputs(out, inputs)
+    if out.is_symlink():
+        raise UnbagError(f"{out}: is a link; --out names a real folder for `{kind}` to write (unbag replaces it "
+                         "whole and would replace the link, not what it points to)")
+    check_name(out)
     if out.exists() and not out.is_dir():
         raise UnbagError(f"{out}: is a file; --out names the folder `{kind}` writes")
     if out.is_dir() and not overwrite:
@@ -147,6 +151,46 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
 
 
 PROBE_BYTES = 1 << 16
+
+
+def png_marked(image, kind: str) -> bytes:
+    """A PIL image as PNG bytes carrying unbag's mark (a 'Software' text chunk naming `kind`), by
+    which unbag knows later that it drew the file and may replace it."""
+    import io
+
+    from PIL import PngImagePlugin
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", f"unbag {kind}")
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", pnginfo=info)
+    return buf.getvalue()
+
+
+def drawn_by_unbag(path: Path, kind: str) -> bool:
+    """Whether a file is a PNG unbag drew with `png_marked(..., kind)`."""
+    from PIL import Image
+    try:
+        with Image.open(path) as im:
+            return im.format == "PNG" and im.info.get("Software") == f"unbag {kind}"
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return False
+
+
+def check_name(out: Path) -> None:
+    """Refuse a file name longer than its folder allows with unbag's temporary prefix and suffix
+    (before the work, not when the result is written)."""
+    from .errors import UnbagError
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        limit = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = 255
+    for part in out.parts[-1:]:
+        if len(os.fsencode(part)) + 16 > limit:
+            raise UnbagError(f"{out}: file name of {len(os.fsencode(part))} bytes is too long here (at most "
+                             f"{limit - 16} for unbag's temporary copy beside it)")
 
 
 def probe_writable(folder: Path, out: "str | os.PathLike") -> None:
@@ -184,6 +228,7 @@ def check_file_out(out: str | os.PathLike, kind: str, own: "Callable[[Path], boo
         raise UnbagError(f"{text or repr(text)}: is a folder; --out names the file `{kind}` writes")
     for f in (out, *map(Path, also)):
         guard_inputs(f, inputs, file=True)
+        check_name(f)
         if f.is_dir():
             raise UnbagError(f"{f}: is a folder, and `{kind}` writes a file there; choose another --out")
         if f.exists() and not overwrite and not own(f):
@@ -375,7 +420,7 @@ def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
     from .errors import UnbagError
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark some editors write is not content
     except FileNotFoundError:
         raise UnbagError(f"{path}: {missing}") from None
     except IsADirectoryError:

@@ -333,6 +333,8 @@ def _outside(b, roots: list[Path]) -> list[tuple[str, str]]:
     out, seen = [], {}
     for where_, ref in _image_refs(b):
         if ref not in seen:
+            if "\0" in ref:
+                raise UnbagError(f"{where_}: image path {ref!r} holds a NUL byte; no file has such a name")
             real = Path(os.path.realpath(ref))
             seen[ref] = any(real == r or r in real.parents for r in roots)
         if not seen[ref]:

@@ -27,7 +27,7 @@ import torch
 
 from ..errors import UnbagError
 from ..models.base import Backend, weights_id
-from ..utils import atomic_dir
+from ..utils import atomic_dir, read_json
 
 SHARD = 8192
 FORMAT = "unbag-features"
@@ -85,12 +85,9 @@ class FeatureCache:
 
     def __init__(self, root: str | os.PathLike, backend: Backend | None = None):
         self.root = Path(root)
-        try:
-            self.index = json.loads((self.root / "index.json").read_text())
-        except FileNotFoundError:
-            raise UnbagError(f"{self.root}: not a feature cache (no index.json); build one with "
-                             "`unbag features`") from None
-        if self.index.get("format") != FORMAT:
+        self.index = read_json(self.root / "index.json", "not a feature cache (no index.json); build one "
+                               "with `unbag features`")
+        if not isinstance(self.index, dict) or self.index.get("format") != FORMAT:
             raise UnbagError(f"{self.root}/index.json: field 'format' is not {FORMAT!r}")
         if backend is not None:
             self.check(backend.spec, weights_id(backend))

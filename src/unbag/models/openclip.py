@@ -42,6 +42,16 @@ def parse(spec: str) -> tuple[str, str | None]:
     return name, None if pretrained == RANDOM else pretrained
 
 
+def _config(folder: Path) -> dict:
+    """A local-dir model's open_clip_config.json, checked: an object with its model_cfg."""
+    from ..utils import read_json
+    cfg = read_json(folder / "open_clip_config.json")
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("model_cfg"), dict):
+        raise UnbagError(f"{folder / 'open_clip_config.json'}: field 'model_cfg' (the model's architecture) is "
+                         "missing")
+    return cfg
+
+
 def check(rest: str) -> None:
     """Refuse, without building it, an open_clip spec that cannot load: no weights named, a
     local-dir without its config, a model name open_clip and unbag do not know."""
@@ -106,9 +116,8 @@ class OpenCLIPBackend(Backend):
         weights open_clip would load: the local-dir folder's file or `pretrained` as a path; none is random."""
         preprocess_cfg = {}
         if name.startswith("local-dir:"):
-            import json
             root = Path(name[len("local-dir:"):])
-            preprocess_cfg = json.loads((root / "open_clip_config.json").read_text()).get("preprocess_cfg", {})
+            preprocess_cfg = _config(root).get("preprocess_cfg", {})
             found = [root / f for f in (cls.weights_file, "open_clip_pytorch_model.bin") if (root / f).is_file()]
             if not found:
                 raise FileNotFoundError(f"no {cls.weights_file} in {root}")
@@ -136,10 +145,9 @@ class OpenCLIPBackend(Backend):
         """The model of the open_clip config in `folder`, built without its weights for the caller
         to copy its own in (the built-in model's packed ones); open_clip's factory is not used, as
         it would warn that the folder holds no weights and the model is initialised randomly."""
-        import json
 
         oc = _open_clip()
-        cfg = json.loads((folder / "open_clip_config.json").read_text())
+        cfg = _config(folder)
         model, preprocess = cls._built(oc, cfg["model_cfg"], cfg.get("preprocess_cfg", {}), device)
         self = cls.__new__(cls)
         self.spec, self.random_weights = spec, False
@@ -164,9 +172,7 @@ class OpenCLIPBackend(Backend):
     @staticmethod
     def _model_cfg(oc, name: str) -> dict:
         if name.startswith("local-dir:"):
-            import json
-            path = Path(name[len("local-dir:"):]) / "open_clip_config.json"
-            return json.loads(path.read_text())["model_cfg"]
+            return _config(Path(name[len("local-dir:"):]))["model_cfg"]
         return oc.get_model_config(name) or {}
 
     @staticmethod

@@ -29,7 +29,7 @@ import torch
 from safetensors.torch import save, save_file
 
 from ..errors import UnbagError
-from ..utils import atomic_dir, atomic_write, read_safetensors
+from ..utils import atomic_dir, atomic_write, read_json, read_safetensors
 
 ROW_TOL = 1e-4  # a row whose values leave base x scale by more than this is stored whole
 
@@ -186,7 +186,7 @@ def resize_builtin(src: str | os.PathLike, image_size: int, out: str | os.PathLi
     from .openclip import OpenCLIPBackend
 
     src, out = Path(src), Path(out)
-    cfg = json.loads((src / "open_clip_config.json").read_text())
+    cfg = read_json(src / "open_clip_config.json")
     vision = cfg["model_cfg"]["vision_cfg"]
     cfg.setdefault("unbag", {})["resized_from"] = {"folder": str(src), "image_size": vision["image_size"]}
     vision["image_size"] = image_size
@@ -216,7 +216,9 @@ def load_overlay(path: Path, spec: str, device: str | torch.device = "cpu"):
     """The base model of an overlay folder with its tensors replaced."""
     from . import load
 
-    info = json.loads((path / "overlay.json").read_text())
+    info = read_json(path / "overlay.json")
+    if not isinstance(info, dict) or not isinstance(info.get("base"), str):
+        raise UnbagError(f"{path / 'overlay.json'}: field 'base' (the model the overlay applies to) is missing")
     backend = load(info["base"], device=device)
     _copy_in(backend, unpack(read_safetensors(path / "weights.safetensors"), backend.model.state_dict()),
              path / "weights.safetensors")

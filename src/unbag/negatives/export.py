@@ -47,6 +47,8 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
     bad = set(types) - set(TYPES)
     if bad:
         raise UnbagError(f"unknown negative types {sorted(bad)}; available: {', '.join(TYPES)}")
+    if not types:
+        raise UnbagError(f"--types names no type: name at least one of {', '.join(TYPES)}")
     at_least("k", k)
     at_least("n", n)
     at_least("seed", seed, 0)

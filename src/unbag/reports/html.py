@@ -428,7 +428,8 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     check_out(out, "report", overwrite, REPORT_FILES, inputs=paths)  # before reading anything
     left_out: list[str] = []
     results = collect(paths, left_out)
-    with atomic_dir(out, "report", overwrite, REPORT_FILES, inputs=paths) as tmp:
+    inputs = [*paths, *(r.file for r in results), *(Path(p) / "explain" for p in paths if Path(p).is_dir())]
+    with atomic_dir(out, "report", overwrite, REPORT_FILES, inputs=inputs) as tmp:
         for sub in ("data", "figures", "explain"):
             (tmp / sub).mkdir()
         for r in results:

@@ -1,23 +1,25 @@
 """`unbag world show`: a labelled contact sheet of SWAP items (both images, both captions)."""
 from __future__ import annotations
 
-import io
 import os
 import textwrap
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from ..utils import atomic_write
+from ..utils import atomic_write, check_file_out, drawn_by_unbag, png_marked
 
 THUMB, TEXT_W, PAD = 128, 560, 8
 
 
 def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed: int = 0,
-                  style: str | None = None) -> Path:
+                  style: str | None = None, overwrite: bool = False) -> Path:
     """Draw `n` items per split x category: image 0, image 1, then id, held-out combos, captions
-    (`style` picks the world of a generated benchmark, which is made `n` items per category)."""
+    (`style` picks the world of a generated benchmark, which is made `n` items per category). A
+    file at `out` that unbag did not draw is kept unless `overwrite`."""
     from ..benchmarks import generated, kind, load, load_image
+
+    check_file_out(out, "world show", lambda f: drawn_by_unbag(f, "world show"), overwrite)
 
     b = load(bench, seed=seed, per_category=n, style=style) if kind(bench).sized and generated(bench) else load(bench)
     chosen, per = [], {}
@@ -43,6 +45,4 @@ def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", n: int = 2, seed:
         for j, line in enumerate(lines):
             d.text((x, y + j * 17), line, fill="black" if j else "navy", font=font)
         d.line([(0, y + row_h - PAD), (sheet.width, y + row_h - PAD)], fill=(220, 220, 220))
-    buf = io.BytesIO()
-    sheet.save(buf, format="PNG")
-    return atomic_write(out, buf.getvalue())
+    return atomic_write(os.path.expanduser(out), png_marked(sheet, "world show"))

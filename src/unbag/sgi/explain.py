@@ -15,7 +15,8 @@ from rich.table import Table
 
 from ..benchmarks.base import Benchmark, Item, load_image
 from ..errors import UnbagError
-from ..utils import atomic_write, check_file_out
+from ..utils import atomic_write, check_file_out, png_marked
+from ..utils import drawn_by_unbag as drawn_by
 from .config import SGIConfig
 from .protocol import score_sgi
 from .regions import framed
@@ -23,16 +24,11 @@ from .regions import framed
 PALETTE = [(230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),
            (70, 240, 240), (240, 50, 230), (210, 245, 60)]
 PANEL = 256
-PNG_MARK = ("Software", "unbag explain")  # the text chunk every explanation image carries
 
 
 def drawn_by_unbag(path: Path) -> bool:
     """Whether a file is an explanation image unbag drew (a PNG carrying its mark)."""
-    try:
-        with Image.open(path) as im:
-            return im.format == "PNG" and im.info.get(PNG_MARK[0]) == PNG_MARK[1]
-    except (OSError, ValueError, Image.DecompressionBombError):
-        return False
+    return drawn_by(path, "explain")
 
 
 LATIN_END = 0x250  # Pillow's default font draws Latin, Latin-1 and Latin Extended; others need a fallback
@@ -139,13 +135,8 @@ class Explanation:
         """Write the drawing as PNG (atomically), marked as unbag's; its path. A file there that
         unbag did not draw is kept unless `overwrite`, and one of `inputs` (the pictures explained)
         always."""
-        from PIL import PngImagePlugin
         check_file_out(out, "explain", drawn_by_unbag, overwrite, inputs)
-        info = PngImagePlugin.PngInfo()
-        info.add_text(*PNG_MARK)
-        buf = io.BytesIO()
-        self.image.save(buf, format="PNG", pnginfo=info)
-        return atomic_write(os.path.expanduser(out), buf.getvalue())
+        return atomic_write(os.path.expanduser(out), png_marked(self.image, "explain"))
 
     def _repr_png_(self) -> bytes:  # shown inline in notebooks
         buf = io.BytesIO()

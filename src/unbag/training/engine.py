@@ -19,7 +19,8 @@ from safetensors.torch import save_file
 from .. import models
 from ..errors import UnbagError
 from ..errors import warn
-from ..utils import atomic_dir, atomic_write, check_out, mark, read_safetensors, versions, whole_numbers, write_json
+from ..utils import (atomic_dir, atomic_write, check_out, mark, read_json, read_safetensors, versions, whole_numbers,
+                     write_json)
 from .. import dist
 from . import freeze
 from .data import batches
@@ -183,7 +184,7 @@ class Trainer:
         if not (self.ckpt_dir / "train_config.json").is_file():
             raise UnbagError(f"{self.ckpt_dir}: a checkpoint from an older unbag (its trainer config was "
                              "config.json); resume it with that version, or start again with another --out")
-        diff = config_diff(json.loads((self.ckpt_dir / "train_config.json").read_text()), self.cfg)
+        diff = config_diff(read_json(self.ckpt_dir / "train_config.json"), self.cfg)
         if diff:
             raise UnbagError(f"{self.ckpt_dir}/train_config.json: resume with a different config "
                              f"(fields {sorted(diff)}); use a new --out or the same options")
@@ -309,7 +310,7 @@ class Trainer:
             from .select import validation_set
             self.val_set = validation_set(cfg.select, self.backend.image_size[0])
             if resume and (self.best_dir / "best.json").is_file():
-                self.best = json.loads((self.best_dir / "best.json").read_text())
+                self.best = read_json(self.best_dir / "best.json")
         self.model.train()
         needs = self.objective.needs  # the data pipeline builds what the objective declares
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
