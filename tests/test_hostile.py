@@ -456,19 +456,26 @@ def test_a_plans_out_with_a_tilde_is_the_home_folder(tmp_path, tiny, monkeypatch
 
 # -- tracebacks that must be exit 2 with the file and field named ------------------------------
 
-@pytest.mark.parametrize("out", ["folder", "/", ".", "full disk"])
+@pytest.mark.parametrize("out", ["folder", "/", ".", "full disk", "read-only"])
 def test_eval_refuses_a_bad_out_before_scoring(out, tmp_path, tiny, monkeypatch, capsys, counted):
     from unbag import evaluation, utils
     scored = []
     monkeypatch.setattr(evaluation, "_evaluate", lambda *a, **k: scored.append(1))
     monkeypatch.chdir(tmp_path)
-    target = {"folder": str(tmp_path), "/": "/", ".": ".", "full disk": str(tmp_path / "r.json")}[out]
+    if out == "read-only":  # sysfs: read-only even for root (chmod does not stop root)
+        try:
+            open("/sys/unbag-probe", "w").close()
+            pytest.skip("/sys is writable here")
+        except OSError:
+            pass
+    target = {"folder": str(tmp_path), "/": "/", ".": ".", "full disk": str(tmp_path / "r.json"),
+              "read-only": "/sys/unbag-results.json"}[out]
     if out == "full disk":
         monkeypatch.setattr(utils.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     code, _, err = _run(["eval", "--model", str(tiny), "--bench", f"sugarcrepe:{_sc(tmp_path / 'sc')}", "--out",
                          target, "--quiet"], capsys)
     assert code == 2 and "Traceback" not in err and not scored, err
-    assert ("No space left" in err) if out == "full disk" else "is a folder" in err
+    assert {"full disk": "No space left", "read-only": "not writable"}.get(out, "is a folder") in err
 
 
 @pytest.mark.parametrize("what", ["json", "toml"])

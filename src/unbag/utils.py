@@ -104,10 +104,11 @@ def guard_inputs(out: Path, inputs: "tuple | list", what: str = "--out", file: b
         if _inside(src, real) or _inside(src, target) or (file and (_inside(real, src) or _inside(target, src))):
             raise UnbagError(f"{out}: {what} {'lies in or is' if file else 'holds'} {p}, an input of this command; "
                              f"choose another {what}")
-    cwd = Path.cwd().resolve()
-    if real == Path(real.anchor) or _inside(cwd, real):
-        raise UnbagError(f"{out}: {what} is {'the root folder' if real == Path(real.anchor) else 'a folder this command runs in'}; "
-                         f"name a new folder for unbag to write")
+    if real == Path(real.anchor):
+        raise UnbagError(f"{out}: {what} is the root folder; name a new folder for unbag to write")
+    if _inside(Path.cwd().resolve(), real):
+        raise UnbagError(f"{out}: {what} is a folder this command runs in (or one above it); name a new folder "
+                         "for unbag to write")
 
 
 def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known: tuple[str, ...] = (),
@@ -139,12 +140,7 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
         if made and made.get("kind") != kind:
             raise UnbagError(f"{out}: written by `{made.get('kind')}`, not by `{kind}`; choose another --out, "
                              "or pass --overwrite to replace it")
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UnbagError(f"{out}: {parent} is a file, not a folder")
-    probe_writable(parent, out)
+    probe_writable(out)
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UnbagError(f"{out}: not writable")
     return out
@@ -180,11 +176,8 @@ def check_name(out: Path) -> None:
     """Refuse a file name longer than its folder allows with unbag's temporary prefix and suffix
     (before the work, not when the result is written)."""
     from .errors import UnbagError
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
     try:
-        limit = os.pathconf(parent, "PC_NAME_MAX")
+        limit = os.pathconf(_existing_parent(out), "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):
         limit = 255
     for part in out.parts[-1:]:
@@ -193,10 +186,22 @@ def check_name(out: Path) -> None:
                              f"{limit - 16} for unbag's temporary copy beside it)")
 
 
-def probe_writable(folder: Path, out: "str | os.PathLike") -> None:
-    """Refuse, before any work, an output whose folder unbag cannot write a file into: read-only,
-    not permitted, or a full disk (a small file is written, flushed to disk and removed)."""
+def _existing_parent(out: Path) -> Path:
+    """The nearest folder above `out` that exists (where unbag will create what is missing)."""
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def probe_writable(out: Path) -> None:
+    """Refuse, before any work, an output whose folder unbag cannot write a file into: a file where
+    a folder should be, read-only, not permitted, or a full disk (a small file is written, flushed
+    to disk and removed, in the nearest existing folder above `out`)."""
     from .errors import UnbagError
+    folder = _existing_parent(out)
+    if not folder.is_dir():
+        raise UnbagError(f"{out}: {folder} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UnbagError(f"{out}: not writable ({folder} does not let this user write)")
     try:
@@ -234,12 +239,7 @@ def check_file_out(out: str | os.PathLike, kind: str, own: "Callable[[Path], boo
         if f.exists() and not overwrite and not own(f):
             raise UnbagError(f"{f}: exists and unbag did not write it; choose another --out, or pass "
                              "--overwrite to replace it")
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UnbagError(f"{out}: {parent} is a file, not a folder")
-    probe_writable(parent, out)
+    probe_writable(out)
     return out
 
 
