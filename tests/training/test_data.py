@@ -79,7 +79,7 @@ def test_jsonl_source_and_its_errors(tmp_path):
         TrainBatches(f"jsonl:{bad}", 0, 2, 64, 0, 1)
     missing = tmp_path / "m.jsonl"
     missing.write_text(json.dumps({"image": "nope.png", "caption": "x"}) + "\n")
-    with pytest.raises(UnbagError, match=r"m.jsonl: row 1: cannot read image .*nope.png"):
+    with pytest.raises(UnbagError, match=r"m.jsonl: row 1: image file not found: .*nope.png"):
         next(batches(f"jsonl:{missing}", 0, 1, 64, 0, 1, workers=0))
     with pytest.raises(UnbagError, match="unknown training data"):
         TrainBatches("imagenet", 0, 2, 64, 0, 1)
