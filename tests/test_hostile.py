@@ -211,6 +211,21 @@ def test_images_behind_a_symlinked_folder_are_in_the_fingerprint(tmp_path):
     assert benchmarks.load(spec, outside_root=True).info["files"] == benchmarks.files_fingerprint(spec, outside_root=True)
 
 
+@pytest.mark.slow
+def test_a_rerun_reuses_the_3d_ctrls_sgi_and_region_head_cells(tmp_path, counted):
+    """Found by rerunning the demo: its SGI, SGI-paper and TFRegions cells ran again every time (the
+    reuse check built their options without the 3D ctrl's declared regions)."""
+    from unbag.run import run_plan
+    p = tmp_path / "plan.toml"
+    p.write_text(f'out = "{tmp_path / "out"}"\nper_category = 1\nexplain = []\n[models]\npretrained = "builtin"\n'
+                 '[benchmarks]\nctrl = "ctrl"\n[protocols]\nSGI = "sgi"\nSGI-paper = "sgi:paper"\n'
+                 'TFRegions = "head:builtin:tfregions"\n')
+    run_plan(p, progress=False)
+    assert len(counted) == 3
+    run_plan(p, progress=False)
+    assert len(counted) == 3
+
+
 # -- wrong numbers, no warning ---------------------------------------------------------------
 
 def test_names_with_double_underscores_never_share_a_file(tmp_path, tiny, capsys):

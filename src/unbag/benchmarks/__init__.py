@@ -118,6 +118,10 @@ class Kind:
     # generated in either world: NAME@flat / NAME@3d (plain NAME: the default world, world/styles.py);
     # its loader gets the world where others get their third part
     worlds: bool = False
+    # the SGI options a spec's images call for beyond `sgi`, told from the spec alone (spec's path,
+    # third part): what the loaded benchmark carries as its `sgi`, so that `unbag run` can tell
+    # whether a finished cell was scored with today's options without loading the benchmark
+    sgi_of: Callable | None = None
 
 
 # Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes
@@ -171,6 +175,21 @@ def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = 
     return _render_stamp(path, world) | {"per_category": per_category or DEFAULT_PER_CATEGORY}
 
 
+def _ctrl_sgi(path: str, world: str | None) -> dict:
+    """The SGI options of ctrl's images: the 3D world's (learned object boxes, ...) or none; a
+    built one's world is in its meta.json."""
+    from .ctrl import SGI_3D
+    if path:
+        meta = Path(path) / "meta.json"
+        try:
+            style = utils.read_json(meta).get("style", "flat")
+        except (UnbagError, AttributeError):
+            return {}  # loading it says what is wrong
+    else:
+        style = resolve(world)
+    return dict(SGI_3D) if style == "3d" else {}
+
+
 def _ctrl_retrieval(path: str, world: str | None, seed: int):
     from .retrieval import ctrl_retrieval
     if path and not path.isdigit():
@@ -199,7 +218,7 @@ EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-00
 BENCHMARKS: dict[str, Kind] = {
     "ctrl": Kind("ctrl[@flat|@3d] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
-                 sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True),
+                 sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True, sgi_of=_ctrl_sgi),
     "ctrl-retrieval": Kind("ctrl-retrieval[@flat|@3d][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp, worlds=True),
@@ -420,10 +439,16 @@ def summary(name: str) -> Summary:
 
 
 def sgi_defaults(bench) -> dict:
-    """The SGI options a benchmark declares for its images: its kind's (by the name its results
-    record), then, for a loaded benchmark, its own (3D ctrl's regions); {} for unregistered ones."""
-    name = bench if isinstance(bench, str) else bench.name
-    k = BENCHMARKS.get(name)
+    """The SGI options a benchmark declares for its images: its kind's, then, for a loaded
+    benchmark, its own (3D ctrl's regions), or for a spec string what its kind tells from the spec
+    (`Kind.sgi_of`: the same); {} for unregistered ones."""
+    if isinstance(bench, str):
+        try:
+            k, _, path, third = parse(bench)
+        except UnbagError:
+            return {}
+        return dict(k.sgi) | (k.sgi_of(path, third) if k.sgi_of else {})
+    k = BENCHMARKS.get(bench.name)
     return (dict(k.sgi) if k else {}) | dict(getattr(bench, "sgi", None) or {})
 
 
