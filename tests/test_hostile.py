@@ -461,6 +461,40 @@ def test_sigterm_leaves_no_temporary_folder(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+LOSES_ONE = """
+import sys, time
+import unbag.world.io as io
+from unbag.utils import atomic_dir
+
+def build(out, **kw):  # a library that swallows the first interruption (as a destructor would)
+    with atomic_dir(out, "world build") as tmp:
+        (tmp / "started").write_text("x")
+        try:
+            while True:
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            pass
+        while True:
+            time.sleep(0.01)
+
+io.build = build
+from unbag.cli import main
+sys.exit(main(["world", "build", "--out", sys.argv[1], "--quiet"]))
+"""
+
+
+def test_sigterm_is_asked_again_when_the_first_is_lost(tmp_path):
+    import time
+    proc = subprocess.Popen([sys.executable, "-c", LOSES_ONE, str(tmp_path / "w")], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob(".w.tmp-*/started")) and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 143 and "terminated" in err, (proc.returncode, err)
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_plans_out_with_a_tilde_is_the_home_folder(tmp_path, tiny, monkeypatch):
     from unbag.run import run_plan
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

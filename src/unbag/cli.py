@@ -454,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
         print("unbag: interrupted", file=sys.stderr)
         return 130
     finally:
+        if "stop" in _term:
+            _term.pop("stop").set()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     return 0
@@ -463,8 +465,26 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is, so that what is half-written is cleaned up as on Ctrl-C."""
 
 
+_term: dict = {}  # the watch that asks again while a SIGTERM is not yet handled
+
+
 def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
+    """Raise Terminated in the main thread. Python may lose an exception raised in a destructor or
+    in library code that clears errors, and the process would go on working until killed: a watch
+    thread sends the signal again each second until `main` has handled it. While temporary files
+    are being removed it waits for that to finish."""
+    from .utils import removing_now
+    if "stop" not in _term:
+        import _thread
+        import threading
+        _term["stop"] = stop = threading.Event()
+
+        def ask_again() -> None:
+            while not stop.wait(1.0):
+                _thread.interrupt_main(signal.SIGTERM)
+        threading.Thread(target=ask_again, daemon=True).start()
+    if not removing_now():
+        raise Terminated()
 
 
 def _on_sigterm():

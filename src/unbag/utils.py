@@ -186,6 +186,26 @@ def check_name(out: Path) -> None:
                              f"{limit - 16} for unbag's temporary copy beside it)")
 
 
+_removing = 0  # how many blocks are removing temporary files now (a signal waits for them)
+
+
+@contextlib.contextmanager
+def removing() -> Iterator[None]:
+    """Mark a block that removes what an interrupted write left (the CLI's SIGTERM handler does not
+    raise inside it: it asks again once the block is done)."""
+    global _removing
+    _removing += 1
+    try:
+        yield
+    finally:
+        _removing -= 1
+
+
+def removing_now() -> bool:
+    """Whether a block is removing temporary files (`removing`)."""
+    return _removing > 0
+
+
 def _existing_parent(out: Path) -> Path:
     """The nearest folder above `out` that exists (where unbag will create what is missing)."""
     parent = out.parent
@@ -282,9 +302,10 @@ def atomic_files(files: "list[tuple[Path, str | bytes]]") -> None:
     except OSError as e:
         raise UnbagError(f"{files[-1][0]}: cannot write ({e.strerror}); nothing was replaced") from None
     finally:
-        for tmp, _ in tmps:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        with removing():
+            for tmp, _ in tmps:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -307,7 +328,8 @@ def atomic_dir(out: str | os.PathLike, kind: str, overwrite: bool = False,
         else:
             tmp.rename(out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with removing():
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
@@ -322,7 +344,7 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with removing(), contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
     return path

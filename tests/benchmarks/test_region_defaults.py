@@ -7,12 +7,16 @@ from unbag import benchmarks
 
 
 def test_every_photo_benchmark_declares_a_photo_region_source():
+    from unbag.benchmarks.ctrl import SGI_3D
+    from unbag.world.styles import resolve
     for name, k in benchmarks.BENCHMARKS.items():
-        if k.global_only:
+        if k.global_only or name == "ctrl":
             continue
-        want = {} if name == "ctrl" else benchmarks.PHOTO_SGI
-        assert benchmarks.sgi_defaults(name) == want, name
+        assert benchmarks.sgi_defaults(name) == benchmarks.PHOTO_SGI, name
     assert benchmarks.PHOTO_SGI["regions"] == "selective"
+    # ctrl's come from its world, told from the spec alone as from the loaded benchmark
+    assert benchmarks.sgi_defaults("ctrl@flat") == {} and benchmarks.sgi_defaults("ctrl@3d") == SGI_3D
+    assert benchmarks.sgi_defaults("ctrl") == benchmarks.sgi_defaults(f"ctrl@{resolve(None)}")
 
 
 def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_dir):
@@ -29,8 +33,8 @@ def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_
     assert res["config"]["options"]["regions"] == "blobs"  # the user's choice wins, recorded as run
     from unbag.protocols import build
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # ctrl declares nothing: blobs are its default, no warning
-        assert build("sgi", {"regions": "blobs"}, "ctrl")[1]["regions"] == "blobs"
+        warnings.simplefilter("error")  # the flat ctrl declares nothing: blobs are its default, no warning
+        assert build("sgi", {"regions": "blobs"}, "ctrl@flat")[1]["regions"] == "blobs"
         assert build("sgi:paper", {}, "sugarcrepe")[1]["regions"] == "grid"  # the paper's recipe stays
 
 
@@ -56,4 +60,6 @@ def test_a_3d_ctrl_declares_learned_object_regions_and_its_heads_and_results_use
     assert res["config"]["options"]["regions"] == "objects" and res["config"]["options"]["benchmark_defaults"] == SGI_3D
     res = evaluate(tiny, built, "sgi", progress=False, options={"regions": "gt"})
     assert res["config"]["options"]["regions"] == "gt"
-    assert TFRegions.recorded(built)["sgi_regions"] == "objects" and TFRegions.recorded("ctrl")["sgi_regions"] == "blobs+groups"
+    assert TFRegions.recorded(built)["sgi_regions"] == "objects" and TFRegions.recorded("ctrl@3d")["sgi_regions"] == "objects"
+    assert TFRegions.recorded("ctrl@flat")["sgi_regions"] == "blobs+groups"
+    assert TFRegions.recorded(f"ctrl:{tmp_path / 'c3'}")["sgi_regions"] == "objects"  # a built one's world: its meta
