@@ -131,7 +131,7 @@ def check_results_out(out: str, bench: "str | Benchmark | None" = None, overwrit
     if spec:
         try:
             if not benchmarks.generated(spec):
-                roots += benchmarks._roots(spec)
+                roots += benchmarks.image_roots(spec)
         except UnbagError:
             pass
     path = Path(os.path.expanduser(out))

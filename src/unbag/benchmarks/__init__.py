@@ -316,11 +316,11 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
         b.info["image_root"] = str(Path(image_root).resolve())
     files = files_fingerprint(spec)
     if files is not None:
-        outside = _outside(b, _roots(spec))
+        outside = _outside(b, image_roots(spec))
         if outside and not outside_root:
             where_, ref = outside[0]
             raise UnbagError(f"{where_}: image {ref} lies outside the benchmark's folder"
-                             f"{' and image root' if image_root else ''} ({', '.join(map(str, _roots(spec)))}) once "
+                             f"{' and image root' if image_root else ''} ({', '.join(map(str, image_roots(spec)))}) once "
                              f"links are followed{f' (and {len(outside) - 1} more)' if len(outside) > 1 else ''}; "
                              "move it inside, or pass --images-outside-root (plans: images_outside_root = true) to "
                              "read images anywhere, which the results record")
@@ -331,7 +331,7 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     return b
 
 
-def _roots(spec: str) -> list[Path]:
+def image_roots(spec: str) -> list[Path]:
     """The folders a file benchmark's images must lie in, resolved: its DIR (a FILE's folder) and
     its IMAGE_ROOT."""
     k, _, path, third = parse(spec)
@@ -458,4 +458,4 @@ def forms() -> str:
 
 
 __all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms", "sgi_defaults", "sized",
-           "files_fingerprint", "stamp", "summary", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]
+           "files_fingerprint", "image_roots", "stamp", "summary", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]
