@@ -38,8 +38,8 @@ def _sgi(preset: str) -> Callable[[str, dict, str], tuple[Callable, dict]]:
         if declared and str(options.get("regions", "")).startswith("blobs"):
             name = bench if isinstance(bench, str) else bench.name
             warnings.warn(f"SGI regions {options['regions']!r} on {name}: blobs are found against a plain "
-                          f"background and find few objects on photos; this benchmark's default is "
-                          f"{declared['regions']!r} (docs/sgi.md)", stacklevel=3)
+                          f"background and find few objects on photos or in 3D scenes; this benchmark's default "
+                          f"is {declared['regions']!r} (docs/sgi.md)", stacklevel=3)
         cfg = config_for(preset, options, bench)
         record = cfg.record()
         if declared and preset == "sgi":
