@@ -44,7 +44,7 @@ def load_benchmark(spec: str = "ctrl", seed: int = 0, per_category: int | None =
                    style: str | None = None) -> "Benchmark":
     """A benchmark by spec (any `unbag eval --bench`); iterate it for its items. `per_category`
     sizes the generated `ctrl` (items per category and split; default 400) and `style` picks its
-    world (`flat`, the default, or `3d`)."""
+    world (None: the default, `3d`; or `flat`: world/styles.py)."""
     from . import benchmarks
     return benchmarks.load(spec, seed=seed, per_category=per_category, style=style)
 

@@ -139,8 +139,8 @@ def _sgi_options(a: argparse.Namespace) -> dict:
 def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g = e.add_argument_group("SGI options (--protocol sgi or sgi:paper; they override the preset)")
     g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs | selective | chroma | objects "
-                   "(3D scenes: colour components, or the learned proposer, their default), optionally "
-                   "+groups (default blobs+groups on ctrl; selective on photos and free images)")
+                   "(3D scenes: colour components, or the learned proposer), optionally +groups (defaults: "
+                   "objects on the 3D ctrl, blobs+groups on the flat ctrl, selective on photos and free images)")
     g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | tokens (a ViT encodes only the "
                    "patches a region covers: faster, weaker; docs/sgi.md) | crop (zoom)")
     g.add_argument("--assign", default=None, help="max (default, the paper's) | hungarian (one-to-one)")
@@ -156,7 +156,7 @@ def _add_sgi_options(e: argparse.ArgumentParser) -> None:
     g.add_argument("--relation-weight", type=float, default=None, help="weight of the geometry check (0.1)")
     g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
     g.add_argument("--phases", type=int, default=None, help="mask mode: encode each region at N shifts "
-                   "against the patch grid (diagonal, k/N of a patch) and average (default 2; 1 = one view)")
+                   "against the patch grid (diagonal, k/N of a patch) and average (default 2; the 3D ctrl and photos 1 = one view)")
     g.add_argument("--frame", default=None, help="non-square images: pad (default: pad to a square with the "
                    "background colour, nothing lost) | crop (the square the encoder's preprocessing keeps)")
     g.add_argument("--fill", default=None, help="mask mode: what replaces the picture outside a region: median "
