@@ -75,8 +75,16 @@ def test_swap_across_fallback_swaps_words_not_punctuation(seed):
         assert len(words) == 3 and set(words) <= {"A", "dog", "runs"}
     assert sorted(sentences) != ["A dog runs", "A dog runs"]
     # repeated words move every occurrence; commas stay where they were
-    out = swap_across("the dog, the dog and a cat.", "a man walks.", _rng(seed))
+    c1 = "the dog, the dog and a cat."
+    out = swap_across(c1, "a man walks.", _rng(seed))
     assert out.count(",") == 1 and ".." not in out and all(w.strip(",.") for w in out.split())
+    mine = next(x for x in out.rstrip(".").split(". ") if "," in x).split()  # c1 with the swap made
+    orig = c1.rstrip(".").split()
+    assert len(mine) == len(orig) and [w.endswith(",") for w in mine] == [w.endswith(",") for w in orig]
+    moved = {orig[i].strip(",") for i in range(len(orig)) if mine[i] != orig[i]}
+    assert len(moved) == 1, (out, moved)  # one word of c1 was swapped ...
+    word = moved.pop()
+    assert all(mine[i] != orig[i] for i in range(len(orig)) if orig[i].strip(",") == word), out  # ... everywhere
 
 
 def test_swap_across_gives_none_with_nothing_to_swap():

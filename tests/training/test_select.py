@@ -55,7 +55,17 @@ def test_the_best_validated_checkpoint_is_exported(tmp_path, monkeypatch):
     assert meta["unbag"]["selected"]["step"] == 4
 
 
-def test_validate_scores_a_real_model():
+def test_validate_is_the_mean_group_score_of_global_cosine():
     from unbag import models
-    score = select.validate(models.load("builtin"), select.validation_set("ctrl-id:4", 64))
-    assert 0.0 <= score <= 1.0
+    from unbag.evaluation import evaluate
+    from unbag.scoring.cosine import score_global
+    m = models.load("builtin")
+    bench = select.validation_set("ctrl-id:4", m.image_size[0])
+    m.model.train()
+    score = select.validate(m, bench)
+    assert m.model.training  # the trainer's mode is given back
+    m.model.eval()
+    s = score_global(m, bench)  # [items, images, captions]; strict >, by hand
+    group = (s[:, 0, 0] > s[:, 0, 1]) & (s[:, 1, 1] > s[:, 1, 0]) & (s[:, 0, 0] > s[:, 1, 0]) & (s[:, 1, 1] > s[:, 0, 1])
+    assert score == pytest.approx(float(group.float().mean()))
+    assert score == pytest.approx(evaluate(m, bench, "global", progress=False)["metrics"]["all/all/group"])
