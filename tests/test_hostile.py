@@ -326,6 +326,7 @@ def test_a_plan_folder_of_other_files_is_refused(tmp_path, tiny, capsys):
     (out / "notes.txt").write_text("x")
     code, _, err = _run(["run", str(_plan(tmp_path, tiny, _sc(tmp_path / "sc"), out=out)), "--quiet"], capsys)
     assert code == 2 and "notes.txt" in err and sorted(os.listdir(out)) == ["notes.txt"]
+    assert "--overwrite" not in err  # plans have none: a plan's folder is never replaced
 
 
 @pytest.mark.parametrize("field, spec", [("models", "open_clip:nonesuch@random"), ("models", "builtin:nonesuch"),
