@@ -121,12 +121,11 @@ def items_path(out: str | Path) -> Path:
     return Path(out).with_suffix(".items.jsonl")
 
 
-def check_results_out(out: str, bench: "str | Benchmark | None" = None, overwrite: bool = False,
-                      inputs: tuple = ()) -> Path:
+def check_results_out(out: str, bench: "str | Benchmark | None" = None, overwrite: bool = False) -> Path:
     """Refuse, before any scoring, a results path unbag must not write: a folder, a file unbag did
     not write there or beside it (X.items.jsonl) unless `overwrite`, a file inside the benchmark's
-    own folders or among the `inputs` (never), or a place it cannot write."""
-    roots: list = list(inputs)
+    own folders (never), or a place it cannot write."""
+    roots: list = []
     spec = bench if isinstance(bench, str) else getattr(bench, "spec", None)
     if spec:
         try:

@@ -130,8 +130,7 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
     if out.exists() and not out.is_dir():
         raise UnbagError(f"{out}: is a file; --out names the folder `{kind}` writes")
     if out.is_dir() and not overwrite:
-        mark_ = _marker(out)
-        made = mark_ or {"kind": kind, "files": known}
+        made = _marker(out) or {"kind": kind, "files": known}
         foreign = _foreign(out, made)
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
@@ -144,9 +143,6 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UnbagError(f"{out}: not writable")
     return out
-
-
-PROBE_BYTES = 1 << 16
 
 
 def png_marked(image, kind: str) -> bytes:
@@ -180,10 +176,10 @@ def check_name(out: Path) -> None:
         limit = os.pathconf(_existing_parent(out), "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):
         limit = 255
-    for part in out.parts[-1:]:
-        if len(os.fsencode(part)) + 16 > limit:
-            raise UnbagError(f"{out}: file name of {len(os.fsencode(part))} bytes is too long here (at most "
-                             f"{limit - 16} for unbag's temporary copy beside it)")
+    size = len(os.fsencode(out.name))
+    if size + 16 > limit:
+        raise UnbagError(f"{out}: file name of {size} bytes is too long here (at most {limit - 16} for unbag's "
+                         "temporary copy beside it)")
 
 
 _removing = 0  # how many blocks are removing temporary files now (a signal waits for them)
@@ -212,6 +208,9 @@ def _existing_parent(out: Path) -> Path:
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     return parent
+
+
+PROBE_BYTES = 1 << 16
 
 
 def probe_writable(out: Path) -> None:

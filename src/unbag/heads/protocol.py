@@ -94,7 +94,7 @@ def _head(path: str, options: dict, bench: "str | Benchmark"):
     import functools
 
     _, record = load_head(path)
-    recorded = {"head": record["head"], "backbone": record["backbone"], "head_id": head_id(path),
+    recorded = {"head": record["head"], "backbone": record["backbone"], "head_id": head_id(path, record),
                 **head_class(record["head"]["kind"]).recorded(bench)}
     return functools.partial(score_head, path=path), recorded
 

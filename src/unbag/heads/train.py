@@ -165,12 +165,11 @@ def load_head(path: str | os.PathLike) -> tuple[torch.nn.Module, dict]:
     return head.eval(), record
 
 
-def head_id(path: str | os.PathLike) -> str:
-    """SHA-1 of what a head scores with: its weights file and its record's architecture, training
-    config and backbone (a result is reused only when the head is the same)."""
+def head_id(path: str | os.PathLike, record: dict) -> str:
+    """SHA-1 of what a head scores with: its weights file and its record's (`load_head`'s)
+    architecture, training config and backbone (a result is reused only when the head is the same)."""
     import hashlib
     path = Path(path)
-    record = read_json(path / "head.json")
     h = hashlib.sha1(json.dumps({k: record.get(k) for k in ("head", "train", "backbone", "backbone_id")},
                                 sort_keys=True).encode())
     with open(path / "head.safetensors", "rb") as fh:

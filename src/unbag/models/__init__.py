@@ -30,6 +30,12 @@ class Form:
     check: Callable[[str], None] = lambda rest: None
 
 
+def _check_builtin(rest: str) -> None:
+    if rest and not (METHODS_DIR / rest / "overlay.json").is_file():
+        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
+        raise UnbagError(f"builtin:{rest}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
+
+
 def _builtin(spec: str, rest: str, device) -> Backend:
     from .overlay import load_builtin, load_overlay
     if not rest:
@@ -37,16 +43,8 @@ def _builtin(spec: str, rest: str, device) -> Backend:
             raise UnbagError(f"builtin: weights missing at {BUILTIN_WEIGHTS} (see src/unbag/weights/"
                              "builtin/TRAINING.md for the command that trains them)")
         return load_builtin(BUILTIN_DIR, spec, device)
-    if not (METHODS_DIR / rest / "overlay.json").is_file():
-        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
-        raise UnbagError(f"{spec}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
+    _check_builtin(rest)
     return load_overlay(METHODS_DIR / rest, spec, device)
-
-
-def _check_builtin(rest: str) -> None:
-    if rest and not (METHODS_DIR / rest / "overlay.json").is_file():
-        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
-        raise UnbagError(f"builtin:{rest}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
 
 
 def _check_open_clip(rest: str) -> None:

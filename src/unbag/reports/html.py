@@ -34,10 +34,10 @@ class Result:
         return any("/retrieval/" in k for k in self.res["metrics"])
 
 
-def read_result(f: Path) -> dict:
-    """A results file, checked: a JSON object with the fields every results file has, and metrics
-    that are fractions (finite, in [0, 1]); errors name the file and the field or key."""
-    res = read_json(f)
+def check_result(f: Path, res: object) -> dict:
+    """The content `res` of the results file `f`, checked: a JSON object with the fields every
+    results file has, and metrics that are fractions (finite, in [0, 1]); errors name the file and
+    the field or key."""
     if not isinstance(res, dict):
         raise UnbagError(f"{f}: not a results file of `unbag eval` or `unbag run` (a JSON object with "
                          f"{', '.join(RESULT_FIELDS)})")
@@ -56,13 +56,6 @@ def read_result(f: Path) -> dict:
         if not isinstance(res[k], str):
             raise UnbagError(f"{f}: field '{k}' must be a string, got {res[k]!r}")
     return res
-
-
-def _looks_like_result(f: Path) -> bool:
-    """Whether a JSON file in a results folder is meant as a results file (it is then read and
-    checked whole: a damaged one is an error, not skipped)."""
-    data = read_json(f)
-    return not isinstance(data, dict) or "metrics" in data or "model" in data
 
 
 def _run_cells(run: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
@@ -116,11 +109,12 @@ def collect(paths: list[str | os.PathLike], notes: list[str] | None = None) -> l
     for f, cell, named in given:
         if not named and f.is_symlink():
             raise UnbagError(f"{f}: a link in a results folder; a report takes only the files unbag wrote there")
-        if not named and cell is None and not _looks_like_result(f):
-            continue  # another file of a results folder (a negatives file, a head's record...)
-        res = read_result(f)
-        cell = cell if cell and "model" in cell else res.get("cell") if isinstance(res.get("cell"), dict) else None
-        model, protocol = (str(cell["model"]), str(cell["protocol"])) if cell and "model" in cell and "protocol" in cell \
+        data = read_json(f)
+        if not named and cell is None and isinstance(data, dict) and "metrics" not in data and "model" not in data:
+            continue  # another file of a results folder (a negatives file, a head's record...); a damaged one is an error
+        res = check_result(f, data)
+        cell = cell or (res["cell"] if isinstance(res.get("cell"), dict) else None)
+        model, protocol = (str(cell["model"]), str(cell["protocol"])) if cell and {"model", "protocol"} <= set(cell) \
             else (res["model"], res["protocol"])
         name, k = f.name, 1
         while name in names:  # unique copies: the parent folder, then a number
