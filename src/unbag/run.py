@@ -154,11 +154,9 @@ def run_folder(root: Path) -> Path:
     """Refuse a plan's output folder that is not a plan's folder (a folder of other files, the
     folder unbag runs in or one above it), before anything is written; mark it as a plan's."""
     guard_inputs(root, (), "the plan's out")
-    try:
-        check_out(root, "run", known=RUN_FILES)
-    except UnbagError as e:  # a plan's folder is added to, never replaced: there is no --overwrite
-        raise UnbagError(str(e).split("; choose another --out")[0] + "; choose another out (the plan's `out`, or "
-                         "--out) for this plan's folder") from None
+    # a plan's folder is added to, never replaced: there is no --overwrite to suggest
+    check_out(root, "run", known=RUN_FILES,
+              remedy="choose another out (the plan's `out`, or --out) for this plan's folder")
     root.mkdir(parents=True, exist_ok=True)
     mark(root, "run", RUN_FILES, grows=True)
     return root

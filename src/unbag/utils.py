@@ -112,13 +112,14 @@ def guard_inputs(out: Path, inputs: "tuple | list", what: str = "--out", file: b
 
 
 def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known: tuple[str, ...] = (),
-              inputs: "tuple | list" = ()) -> Path:
+              inputs: "tuple | list" = (), remedy: str | None = None) -> Path:
     """Refuse an output folder unbag must not replace, before any work: a file, a folder holding
     files unbag did not write at any depth (or that another kind of command wrote), one it cannot
     write, or one that holds the command's `inputs` (even with `overwrite`). An empty folder, or
     one the same kind of command wrote, is replaced; `overwrite` allows any other folder.
     `known`: the names this kind wrote before folders carried a marker (an older unbag's output, whose
-    folder holds nothing else, is taken as its own)."""
+    folder holds nothing else, is taken as its own). `remedy`: what a refusal tells the user to do
+    instead (by default: choose another --out, or pass --overwrite)."""
     from .errors import UnbagError
 
     out = Path(os.path.expanduser(out))
@@ -134,11 +135,11 @@ def check_out(out: str | os.PathLike, kind: str, overwrite: bool = False, known:
         foreign = _foreign(out, made)
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise UnbagError(f"{out}: holds files unbag did not write ({shown}); choose another --out, or "
-                             "pass --overwrite to replace the folder")
+            raise UnbagError(f"{out}: holds files unbag did not write ({shown}); "
+                             + (remedy or "choose another --out, or pass --overwrite to replace the folder"))
         if made and made.get("kind") != kind:
-            raise UnbagError(f"{out}: written by `{made.get('kind')}`, not by `{kind}`; choose another --out, "
-                             "or pass --overwrite to replace it")
+            raise UnbagError(f"{out}: written by `{made.get('kind')}`, not by `{kind}`; "
+                             + (remedy or "choose another --out, or pass --overwrite to replace it"))
     probe_writable(out)
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
         raise UnbagError(f"{out}: not writable")
