@@ -234,12 +234,13 @@ def test_empty_jsonl_training_caption_is_refused(tmp_path):
 def test_captions_cut_alike_by_the_context_length_are_counted(tmp_path, build_hf, recwarn):
     from unbag import api
     from unbag.benchmarks.base import Benchmark, Item
+    from unbag.benchmarks.sugarcrepe import pairwise
     from unbag.errors import UnbagWarning
     model = build_hf("clip", tmp_path / "clip")  # context length 16
     long = "a red cube " * 6
     items = [Item("cut", [np.zeros((32, 32, 3), np.uint8)], [long + "left", long + "right"], {"subset": "s"}),
              Item("fine", [np.zeros((32, 32, 3), np.uint8)], ["a red cube", "a blue cube"], {"subset": "s"})]
-    res = api.evaluate(f"hf:{model}", Benchmark("t", "t", items, metric="pairwise"))
+    res = api.evaluate(f"hf:{model}", Benchmark("t", "t", items, metric=pairwise))
     assert res["tokenized_alike"] == 1
     assert any(issubclass(w.category, UnbagWarning) and "context length" in str(w.message) for w in recwarn)
 
@@ -285,13 +286,14 @@ def test_missing_and_unknown_sugarcrepe_subsets_are_named(tmp_path, sugarcrepe_d
 
 def test_order_metric_by_hand():
     import torch
-    from unbag.metrics.pairwise import order
+    from unbag.benchmarks.aro import order
+    from unbag.benchmarks.base import Item
     scores = torch.tensor([[[0.5, 0.5, 0.1, 0.2, 0.3]],    # p1 identical to the original, tied: no negative
                            [[0.5, 0.5, 0.1, 0.2, 0.3]],    # p1 differs but ties: wrong for unbag, right for ARO
                            [[0.4, 0.1, 0.6, 0.2, 0.3]],    # p2 wins: wrong for both
                            [[0.9, 0.1, 0.2, 0.3, 0.4]]])   # clear win
     same = torch.tensor([[True, False, False, False]] + [[False] * 4] * 3)
-    m = order(scores, same)
+    m = order(scores, [Item(str(k), [], [], {}, meta={"same": row}) for k, row in enumerate(same.tolist())])
     assert m["acc"].tolist() == [1.0, 0.0, 0.0, 1.0] and m["acc_official"].tolist() == [1.0, 1.0, 0.0, 1.0]
     assert m["tie/acc"].tolist() == [False, True, False, False]
     assert m["tie/acc_official"].tolist() == [True, True, False, False]

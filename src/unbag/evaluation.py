@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from datetime import datetime, timezone
@@ -21,13 +22,16 @@ from .models.base import Backend, config_id, weights_id
 from .utils import at_least, atomic_files, check_file_out, versions
 
 
-def per_item_records(bench, scores: torch.Tensor, per_item: dict) -> list[dict]:
+def per_item_records(bench, scores: list[torch.Tensor], per_item: dict) -> list[dict]:
+    """One record per item: its ids and groups, its own score block, its metric values (those
+    that apply to its shape) and the metrics on which it tied."""
     names = [m for m in per_item if not m.startswith("tie/")]
     out = []
     for n, it in enumerate(bench.items):
         rec = {"id": it.id, **it.group, "scores": [[round(float(v), 6) for v in row] for row in scores[n]]}
-        rec.update({m: float(per_item[m][n]) for m in names})
-        rec["ties"] = [m for m in names if bool(per_item[f"tie/{m}"][n])]
+        here = [m for m in names if not math.isnan(float(per_item[m][n]))]
+        rec.update({m: float(per_item[m][n]) for m in here})
+        rec["ties"] = [m for m in here if bool(per_item[f"tie/{m}"][n])]
         out.append(rec)
     return out
 
@@ -70,29 +74,64 @@ def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world_
     return torch.cat([p for p in parts if p.numel()])
 
 
-def item_metrics(b, scores: torch.Tensor, backend) -> tuple[dict, dict, dict, dict]:
-    """Per-item values (by the benchmark's metric kind) and their bucketed means, ties and counts
-    (by its grouping: 'split/category/metric' or 'subset/metric')."""
-    from .metrics.pairwise import itt, order, pairwise, tot
+def shapes(items) -> dict[tuple[int, int], list[int]]:
+    """The positions of the items of each shape (images, captions), in order of first appearance."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for n, it in enumerate(items):
+        out.setdefault((len(it.images), len(it.captions)), []).append(n)
+    return out
+
+
+def scored(b: Benchmark, score_fn, backend, batch_size: int, progress: bool, world_size: int,
+           rank: int) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]] | None:
+    """(each item's score block [images, captions], per-item values by the benchmark's metric and
+    text metric, NaN where a metric does not apply to an item's shape): each shape's items are
+    scored as one tensor (a protocol remembers the encodings they share in the job's cache).
+    None on ranks other than 0."""
+    import dataclasses
+
+    n = len(b.items)
+    blocks: list = [None] * n
+    per_item: dict[str, torch.Tensor] = {}
+    for shape, idx in shapes(b.items).items():
+        part = dataclasses.replace(b, items=[b.items[i] for i in idx])
+        s = sharded_scores(score_fn, backend, part, batch_size, progress, world_size)
+        if rank != 0:
+            continue
+        vals = b.metric(finite(s, backend.spec, b.spec), part.items)
+        if b.text_metric is not None:
+            from .scoring.encode import encode_texts
+            t = encode_texts(backend, [c for it in part.items for c in it.captions])
+            vals = vals | b.text_metric(t.view(len(idx), shape[1], -1), part.items)
+        at = torch.tensor(idx)
+        for k, v in vals.items():
+            if k not in per_item:
+                per_item[k] = torch.zeros(n, dtype=torch.bool) if k.startswith("tie/") else torch.full((n,), math.nan)
+            per_item[k][at] = v.to(per_item[k].dtype)
+        for j, i in enumerate(idx):
+            blocks[i] = s[j]
+    return (blocks, per_item) if rank == 0 else None
+
+
+def item_metrics(b, per_item: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
+    """Per-item values bucketed by the benchmark's grouping ('split/category/metric' or
+    'subset/metric', with 'KEY=VALUE/metric' for every other group key), plus its own breakdowns:
+    (metrics, ties, counts)."""
     from .metrics.summary import summarize
 
-    fn = {"winoground": metrics.winoground, "pairwise": pairwise, "itt": itt,
-          "order": lambda s: order(s, torch.tensor([it.meta["same"] for it in b.items], dtype=torch.bool))}[b.metric]
-    per_item = fn(scores)
-    if b.metric == "itt":  # SugarCrepe++'s text-only score uses the text encoder alone (global embeddings)
-        from .scoring.encode import encode_texts
-        t = encode_texts(backend, [c for it in b.items for c in it.captions]).view(len(b.items), 3, -1)
-        per_item.update(tot(t[:, 0], t[:, 1], t[:, 2]))
     names = tuple(m for m in per_item if not m.startswith("tie/"))
     if b.grouping == "split/category":
-        return (per_item, *metrics.aggregate(per_item, [it.group for it in b.items], names))
-    flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro)
-    for key in sorted({k for it in b.items for k in it.group} - {"subset"}):  # e.g. Winoground's tags
-        f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names)
-        flat.update({k: v for k, v in f2.items() if "=" in k})
-        ties.update({k: v for k, v in t2.items() if "=" in k})
-        counts.update({k: v for k, v in c2.items() if "=" in k})
-    return per_item, flat, ties, counts
+        flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], names)
+    else:
+        flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro)
+        for key in sorted({k for it in b.items for k in it.group} - {"subset"}):  # e.g. Winoground's tags
+            f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names)
+            flat.update({k: v for k, v in f2.items() if "=" in k})
+            ties.update({k: v for k, v in t2.items() if "=" in k})
+            counts.update({k: v for k, v in c2.items() if "=" in k})
+    if b.breakdown is not None:
+        flat.update(b.breakdown(per_item, b.items))
+    return flat, ties, counts
 
 
 def items_hash(data: bytes) -> str:
@@ -189,16 +228,16 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         flat, counts = classification_metrics(backend, b, batch_size, progress), {"all": len(b.images)}
         ties, n_items, extra = {}, len(b.images), {"templates": list(b.templates)}
     else:
-        scores = sharded_scores(score_fn, backend, b, batch_size, progress, world_size)
-        if rank != 0:  # rank 0 computes the metrics once and writes the files
+        got = scored(b, score_fn, backend, batch_size, progress, world_size, rank)
+        if got is None:  # rank 0 computes the metrics once and writes the files
             return {}
-        finite(scores, spec, b.spec)
+        scores, per_item = got
         alike = tokenized_alike(backend, b)
         if alike:
             warn(f"{b.spec}: {alike} item(s) have different captions that {spec}'s tokenizer makes the same tokens "
                  "(cut by its context length, or differing only in case or spacing); they can only tie, and are "
                  "counted in the results as 'tokenized_alike'")
-        per_item, flat, ties, counts = item_metrics(b, scores, backend)
+        flat, ties, counts = item_metrics(b, per_item)
         n_items, extra = len(b.items), {}
     t3 = time.perf_counter()
     res = {

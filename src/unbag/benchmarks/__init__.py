@@ -19,7 +19,7 @@ from .. import utils
 from ..errors import UnbagError
 from ..world.swap import CATEGORIES
 from ..world.styles import render_procs, render_version, resolve, size
-from .base import Benchmark, Item, image_key, load_image
+from .base import Benchmark, Item, image_key, load_image, ref_file
 
 
 @dataclass(frozen=True)
@@ -342,9 +342,9 @@ def image_roots(spec: str) -> list[Path]:
 def _image_refs(b) -> list[tuple[str, str]]:
     """(where, path) of every image a loaded benchmark reads from a file."""
     if hasattr(b, "items"):
-        return [(f"{it.source or it.id}: field 'images[{k}]'", r.partition("#crop=")[0])
+        return [(f"{it.source or it.id}: field 'images[{k}]'", ref_file(r))
                 for it in b.items for k, r in enumerate(it.images) if isinstance(r, str)]
-    return [(f"{b.spec}: image {n}", r.partition("#crop=")[0]) for n, r in enumerate(b.images) if isinstance(r, str)]
+    return [(f"{b.spec}: image {n}", ref_file(r)) for n, r in enumerate(b.images) if isinstance(r, str)]
 
 
 def _outside(b, roots: list[Path]) -> list[tuple[str, str]]:

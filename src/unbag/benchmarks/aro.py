@@ -22,10 +22,12 @@ import re
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
 from .common import image_dir, need, need_text, read_json
+from .sugarcrepe import pairwise
 
 # the ARO README's symmetric relations, excluded from VG-Relation's macro accuracy
 SYMMETRIC = frozenset([
@@ -79,7 +81,7 @@ def _vg(root: Path, kind: str) -> Benchmark:
             counts[it.group["subset"]] += 1
         macro = sorted(s for s, c in counts.items() if c >= MIN_ATTRIBUTE_ITEMS)
     return Benchmark(f"aro-{kind}", f"aro-{kind}:{root}", items, {"macro_subsets": len(macro)},
-                     metric="pairwise", macro=macro)
+                     metric=pairwise, macro=macro)
 
 
 def load_vgr(root: str | Path) -> Benchmark:
@@ -150,6 +152,22 @@ def _karpathy_test(root: Path, names: tuple[str, ...]) -> list[tuple[str, list[s
     raise UnbagError(f"{f}: neither Karpathy's {{images: [...]}} nor a list of {{image, caption}}")
 
 
+def order(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
+    """ARO Order on scores [items, 1, 5] (original first; items' meta 'same': which perturbations
+    equal the original). `acc` is unbag's strict rule, in which a perturbation identical to the
+    original is no negative; `acc_official` is ARO's code: the argmax over [original, p1..p4] is
+    the original, so a tie counts as right."""
+    same = torch.tensor([it.meta["same"] for it in items], dtype=torch.bool)
+    if scores.ndim != 3 or scores.shape[1] != 1 or same.shape != (scores.shape[0], scores.shape[2] - 1):
+        raise ValueError(f"order needs scores [items, 1, 1 + P] and same [items, P], got {tuple(scores.shape)} "
+                         f"and {tuple(same.shape)}")
+    s = scores[:, 0]
+    orig, pert = s[:, :1], s[:, 1:]
+    tie = orig == pert
+    return {"acc": ((orig > pert) | same).all(1).float(), "tie/acc": (tie & ~same).any(1),
+            "acc_official": (orig >= pert).all(1).float(), "tie/acc_official": tie.any(1)}
+
+
 def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmark:
     from ..text import spacy_model
 
@@ -168,7 +186,7 @@ def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmar
             items.append(Item(f"{name}-{n}-{k}", [image], [cap, *perts], {"subset": name}, meta={"same": same},
                               source=f"{root}: image {n} caption {k}"))
     return Benchmark(name, f"{name}:{root}", items, {"seed": seed, "items_with_identical_perturbation":
-                                                     same_as_original}, metric="order")
+                                                     same_as_original}, metric=order)
 
 
 def load_coco_order(root: str | Path, seed: int = 0) -> Benchmark:

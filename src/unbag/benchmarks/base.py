@@ -2,19 +2,36 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
+import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Callable, Union
 
 import numpy as np
+import torch
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import UnbagError
+from .shapes import winoground
 
-# a file path (optionally "PATH#crop=x,y,w,h"), pixels [H, W, 3] uint8, or encoded image bytes
+# a file path (optionally "PATH#crop=x,y,w,h"), a member of a zip archive ("ARCHIVE#member=NAME"),
+# a cell of an Arrow file ("FILE#arrow=ROW,COLUMN"), pixels [H, W, 3] uint8, or encoded image bytes
 ImageRef = Union[str, np.ndarray, bytes]
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """(the file an image reference reads, its fragment: 'crop=...', 'member=...', 'arrow=...' or '')."""
+    path, hash_, frag = ref.rpartition("#")
+    return (path, frag) if hash_ and frag.startswith(("crop=", "member=", "arrow=")) else (ref, "")
+
+
+def ref_file(ref: str) -> str:
+    """The file an image reference reads (its crop, archive member or Arrow cell cut off)."""
+    return split_ref(ref)[0]
 
 
 @dataclass
@@ -28,15 +45,32 @@ class Item:
     source: str | None = None  # "file:line" the item came from, for error messages
 
 
+def two_by_two(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
+    """Winoground's text, image and group scores of 2x2 items (the default metric)."""
+    return winoground(scores)
+
+
+# (score tensor [n, images, captions] of n items of one shape, those items) -> per-item values
+# and 'tie/<metric>' masks (benchmarks/shapes.py)
+Metric = Callable[[torch.Tensor, list[Item]], dict[str, torch.Tensor]]
+
+
 @dataclass
 class Benchmark:
-    """A named list of items; `image_size` is the side every image must have, if fixed."""
+    """A named list of items; `image_size` is the side every image must have, if fixed. Items may
+    differ in shape (one image x K captions beside K images x one caption): each shape is scored
+    and measured apart, and the results hold every item's own scores."""
     name: str
     spec: str
     items: list[Item]
     info: dict = field(default_factory=dict)
     image_size: int | None = None
-    metric: str = "winoground"  # winoground (2x2) | pairwise (first caption beats the rest) | itt
+    metric: Metric = two_by_two  # per-item values from the score tensor of items of one shape
+    # per-item values from the items' text embeddings [n, captions, D] (SugarCrepe++'s text-only score)
+    text_metric: Callable[[torch.Tensor, list[Item]], dict[str, torch.Tensor]] | None = None
+    # the benchmark's own breakdowns beyond per-subset means (per-item values, items) -> {key: value}
+    # (What'sUp's pair and set accuracy, VL-CheckList's categories)
+    breakdown: Callable[[dict[str, torch.Tensor], list[Item]], dict[str, float]] | None = None
     macro: list[str] | None = None  # subsets in the macro average (None: all of them)
     # how results are bucketed: by the items' `subset` (micro, macro and per subset, plus any other
     # group key) or, "split/category", per split x category with 'all' levels (ctrl)
@@ -80,8 +114,8 @@ def image_key(ref: ImageRef) -> str:
         return "sha1:" + hashlib.sha1(np.ascontiguousarray(ref).tobytes()).hexdigest()
     if isinstance(ref, bytes):
         return "sha1:" + hashlib.sha1(ref).hexdigest()
-    path, _, crop = ref.partition("#")
-    return str(Path(path)) + (f"#{crop}" if crop else "")
+    path, frag = split_ref(ref)
+    return str(Path(path)) + (f"#{frag}" if frag else "")
 
 
 def crop_ref(path: str | Path, x: float, y: float, w: float, h: float) -> str:
@@ -104,6 +138,42 @@ def to_rgb(img: Image.Image) -> Image.Image:
     return img.convert("RGB")
 
 
+def zip_ref(archive: str | Path, member: str) -> str:
+    """A reference to a member of a zip archive, read in place (ColorSwap's images.zip)."""
+    return f"{archive}#member={member}"
+
+
+def arrow_ref(path: str | Path, row: int, column: str) -> str:
+    """A reference to an image cell ({bytes, path}) of an Arrow IPC stream file (a Hugging Face
+    `save_to_disk` shard), read through a memory map so that no image is held before it is used."""
+    return f"{path}#arrow={row},{column}"
+
+
+@functools.lru_cache(maxsize=8)
+def _zip(path: str, pid: int) -> zipfile.ZipFile:
+    return zipfile.ZipFile(path)  # one handle per process: loader workers must not share its offset
+
+
+@functools.lru_cache(maxsize=8)
+def _arrow(path: str):
+    import pyarrow as pa
+    return pa.ipc.open_stream(pa.memory_map(path)).read_all()  # zero-copy over the map
+
+
+def _source(path: str, frag: str):
+    """What PIL opens for a reference: the file, or the bytes of a zip member or an Arrow cell."""
+    if frag.startswith("member="):
+        return io.BytesIO(_zip(path, os.getpid()).read(frag[7:]))
+    if frag.startswith("arrow="):
+        row, col = frag[6:].split(",", 1)
+        cell = _arrow(path).column(col)[int(row)].as_py()
+        data = cell.get("bytes") if isinstance(cell, dict) else cell
+        if not data:
+            raise FileNotFoundError(path)
+        return io.BytesIO(data)
+    return path
+
+
 def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Image.Image:
     """Open an image reference as RGB, with an error that says which item and field is at fault;
     a picture over PIL's pixel limit (a decompression bomb: a small file that decodes to gigabytes)
@@ -119,18 +189,24 @@ def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Ima
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
             raise UnbagError(f"{where}: cannot decode the embedded image: {e}") from None
     else:
-        path, _, crop = ref.partition("#crop=")
+        path, frag = split_ref(ref)
         try:
-            with Image.open(path) as f:
-                img = to_rgb(f)
-            if crop:
-                x, y, w, h = (float(v) for v in crop.split(","))
-                img = img.crop((x, y, x + w, y + h))
-        except FileNotFoundError:
+            if path.endswith(".npy"):  # EqBen's YouCook2 frames: arrays in BGR order
+                a = np.load(path, allow_pickle=False)
+                if a.ndim != 3 or a.shape[2] != 3 or a.dtype != np.uint8:
+                    raise ValueError(f"expected a uint8 array [H, W, 3], got {a.dtype} {a.shape}")
+                img = Image.fromarray(np.ascontiguousarray(a[:, :, ::-1]), "RGB")
+            else:
+                with Image.open(_source(path, frag)) as f:
+                    img = to_rgb(f)
+            if frag.startswith("crop="):
+                x, y, w, h = (float(v) for v in frag[5:].split(","))
+                img = img.crop((x, y, x + w, y + h))  # rounded; outside the picture is black
+        except (FileNotFoundError, KeyError):
             raise UnbagError(f"{where}: image file not found: {ref}") from None
         except Image.DecompressionBombError as e:
             raise UnbagError(f"{where}: image {path} is too large to decode safely ({e})") from None
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, zipfile.BadZipFile) as e:
             raise UnbagError(f"{where}: cannot read image {ref}: {e}") from None
     if expect_side is not None and img.size != (expect_side, expect_side):
         raise UnbagError(f"{where}: image {ref if isinstance(ref, str) else '(in memory)'} is "

@@ -48,4 +48,4 @@ def load(root: str | Path) -> Benchmark:
             items.append(Item(f"bivlc-{f.stem}-{n}", imgs, [row["caption"], row["negative_caption"]],
                               # per type as BiVLC's own evaluation reports it (replace / swap / add)
                               {"subset": f"{row['type']}_{row['subtype']}", "type": row["type"]}, source=where))
-    return Benchmark("bivlc", f"bivlc:{root}", items, {}, metric="winoground")
+    return Benchmark("bivlc", f"bivlc:{root}", items)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
+from .shapes import first_caption
 from .common import images_at, need, need_text, read_json
 
 SC_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -37,6 +40,28 @@ def _files(root: Path, subsets: tuple[str, ...]) -> list[tuple[str, Path]]:
     return found
 
 
+def pairwise(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
+    """Accuracy: the positive caption (first) beats the negative, strict."""
+    return first_caption(scores, official=False)
+
+
+def itt(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
+    """SugarCrepe++ image-to-text on scores [items, 1, 3] (P1, P2, N): s(I,P1) > s(I,N) and s(I,P2) > s(I,N)."""
+    if scores.ndim != 3 or scores.shape[1:] != (1, 3):
+        raise ValueError(f"itt needs scores [items, 1, 3] (P1, P2, N), got {tuple(scores.shape)}")
+    s = scores[:, 0]
+    ok = (s[:, 0] > s[:, 2]) & (s[:, 1] > s[:, 2])
+    return {"itt": ok.float(), "tie/itt": (s[:, 0] == s[:, 2]) | (s[:, 1] == s[:, 2])}
+
+
+def tot(texts: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
+    """SugarCrepe++ text-only on unit text embeddings [items, 3, D] (P1, P2, N): s(P1,P2) > s(P1,N)
+    and s(P1,P2) > s(P2,N)."""
+    p1, p2, n = texts[:, 0], texts[:, 1], texts[:, 2]
+    pp, p1n, p2n = (p1 * p2).sum(-1), (p1 * n).sum(-1), (p2 * n).sum(-1)
+    return {"tot": ((pp > p1n) & (pp > p2n)).float(), "tie/tot": (pp == p1n) | (pp == p2n)}
+
+
 def _info(items: list[Item], subsets: tuple[str, ...]) -> dict:
     have = sorted({i.group["subset"] for i in items})
     return {"subsets": have, "macro_subsets": have, "missing_subsets": [s for s in subsets if s not in have]}
@@ -56,7 +81,7 @@ def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmar
             need_text(ex, ("caption", "negative_caption"), where)
             items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
                               [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
-    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, _info(items, SC_SUBSETS), metric="pairwise")
+    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, _info(items, SC_SUBSETS), metric=pairwise)
 
 
 def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Benchmark:
@@ -74,4 +99,5 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
             items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
                               [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
                               source=where))
-    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items, _info(items, SCPP_SUBSETS), metric="itt")
+    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items, _info(items, SCPP_SUBSETS), metric=itt,
+                     text_metric=tot)

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import images_at, need, need_text, read_json
+from .sugarcrepe import pairwise
 
 MIN_MTURK_VALID = 2
 
@@ -43,4 +44,4 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
                 img = images / ex["image_file"]
             items.append(Item(f"{f.stem}-{key}", [str(img)], [ex["caption"], ex["foil"]], {"subset": f.stem},
                               source=where))
-    return Benchmark("valse", f"valse:{root}", items, {"dropped_mturk": dropped}, metric="pairwise")
+    return Benchmark("valse", f"valse:{root}", items, {"dropped_mturk": dropped}, metric=pairwise)

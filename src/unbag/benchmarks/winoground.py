@@ -25,4 +25,4 @@ def load(root: str | Path) -> Benchmark:
         imgs = [str(images / (ex[k] if Path(ex[k]).suffix else ex[k] + ".png")) for k in ("image_0", "image_1")]
         group = {"subset": ex["collapsed_tag"], "tag": ex["tag"], "secondary_tag": ex.get("secondary_tag") or "none"}
         items.append(Item(f"winoground-{ex['id']}", imgs, [ex["caption_0"], ex["caption_1"]], group, source=where))
-    return Benchmark("winoground", f"winoground:{root}", items, {}, metric="winoground")
+    return Benchmark("winoground", f"winoground:{root}", items)

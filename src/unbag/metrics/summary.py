@@ -9,12 +9,16 @@ import torch
 
 def _means(per_item: dict[str, torch.Tensor], buckets: dict[str, list[int]], metrics: tuple[str, ...],
            out: dict, ties: dict, counts: dict) -> None:
-    """Adds each bucket's mean of every metric, its tie count and its size."""
+    """Adds each bucket's mean of every metric over the items it applies to (a NaN value: a
+    metric of another item shape), its tie count and its size."""
     for key in sorted(buckets):
         idx = torch.tensor(buckets[key])
         counts[key] = len(idx)
         for m in metrics:
-            out[f"{key}/{m}"] = float(per_item[m][idx].float().mean())
+            v = per_item[m][idx].float()
+            if not (~v.isnan()).any():
+                continue
+            out[f"{key}/{m}"] = float(v.nanmean())
             ties[f"{key}/{m}"] = int(per_item[f"tie/{m}"][idx].sum())
 
 
@@ -43,7 +47,9 @@ def summarize(per_item: dict[str, torch.Tensor], subsets: list[str], metrics: tu
     _means(per_item, {**idx, "all": list(range(len(subsets)))}, metrics, out, ties, counts)
     chosen = [s for s in sorted(idx) if macro is None or s in macro]
     for m in metrics:
-        if len(idx) > 1 and chosen:
-            out[f"macro/{m}"] = sum(out[f"{s}/{m}"] for s in chosen) / len(chosen)
+        have = [s for s in chosen if f"{s}/{m}" in out]  # the subsets whose items the metric applies to
+        # a mean over two or more subsets (or over those a benchmark names, when it has several)
+        if have and (len(have) > 1 or (macro is not None and len(idx) > 1)):
+            out[f"macro/{m}"] = sum(out[f"{s}/{m}"] for s in have) / len(have)
     counts["macro"] = len(chosen)
     return out, ties, counts

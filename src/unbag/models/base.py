@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -192,16 +193,27 @@ def weights_id(backend: "Backend", image_only: bool = False) -> str:
     """SHA-1 of a backend's weights: which weights made a result, a feature cache or a head
     (`image_only`: of the image tower's alone, what image embeddings depend on, where the backend
     names it; a text-only fine-tune such as CLIC shares its base's)."""
+    # remembered per model while no tensor of its state changes (in place or replaced): a job
+    # asks for it once per scored shape of a benchmark
+    state = backend.model.state_dict()
+    stamp = tuple((k, v.data_ptr(), v._version) for k, v in state.items())
+    memo = _WEIGHTS_IDS.setdefault(backend.model, {}).setdefault(image_only, {})
+    if memo.get("stamp") == stamp:
+        return memo["id"]
     h = hashlib.sha1()
     prefixes = backend.image_tower if image_only else ()
     if prefixes:
         h.update(b"image tower")
-    for k, v in sorted(backend.model.state_dict().items()):
+    for k, v in sorted(state.items()):
         if prefixes and not k.startswith(prefixes):
             continue
         h.update(k.encode())
         h.update(v.detach().float().cpu().numpy().tobytes())
-    return h.hexdigest()
+    memo.update(stamp=stamp, id=h.hexdigest())
+    return memo["id"]
+
+
+_WEIGHTS_IDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def config_id(backend: "Backend") -> str:

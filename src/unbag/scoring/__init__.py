@@ -33,4 +33,5 @@ def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable
 
 
 # this layer's own protocols; sgi/ and heads/ declare theirs, and unbag.protocols joins them
-PROTOCOLS: dict[str, Protocol] = {"global": Protocol("global (cosine of the global embeddings)", _global)}
+PROTOCOLS: dict[str, Protocol] = {"global": Protocol("global (cosine of the global embeddings)", _global,
+                                                    cached=True)}

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from rich.progress import track
 
 from ..benchmarks.base import image_key, load_image
+from ..cache import LRU, JobCache
 from ..models.base import Backend
 
 
@@ -24,6 +25,22 @@ def unique(keys: Sequence[str]) -> tuple[list[int], list[int]]:
             order.append(i)
         inverse.append(first[k])
     return order, inverse
+
+
+def remembered(cache: JobCache, part: tuple, keys: Sequence[str],
+               encode: Callable[[list[int]], torch.Tensor]) -> torch.Tensor:
+    """Embeddings [len(keys), D] of the inputs named `keys`, the ones not yet in the job's `cache`
+    part (bounded by its bytes) made by `encode(positions)` and remembered."""
+    memo = cache.part(part, lambda max_bytes: LRU(max_bytes, size=lambda t: t.nbytes))
+    order, _ = unique(keys)
+    missing = [i for i in order if keys[i] not in memo]
+    if missing:
+        for i, e in zip(missing, encode(missing)):
+            memo.put(keys[i], e.clone())  # its own storage: the batch it came from can be freed
+    got = {k: memo.get(k) for k in {keys[i] for i in order}}
+    if any(v is None for v in got.values()):  # the bound dropped some of this call's own: encode them now
+        return encode(list(range(len(keys))))
+    return torch.stack([got[k] for k in keys]) if keys else torch.empty(0, 0)
 
 
 # image decoding and preprocessing run in this many DataLoader processes (files and bytes only)
