@@ -27,6 +27,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
 from .common import image_dir, need, need_text, read_json
+from .kinds import PHOTO_SGI, Kind, Summary
 from .sugarcrepe import pairwise
 
 # the ARO README's symmetric relations, excluded from VG-Relation's macro accuracy
@@ -195,3 +196,17 @@ def load_coco_order(root: str | Path, seed: int = 0) -> Benchmark:
 
 def load_flickr_order(root: str | Path, seed: int = 0) -> Benchmark:
     return _order(Path(root), "aro-flickr-order", ("dataset_flickr30k.json", "flickr30k_test.json"), seed)
+
+
+# the suite counts ARO once: the mean of its four headlines (FSC-CLIP's ARO column)
+BENCHMARKS = {
+    "aro-vgr": Kind("aro-vgr:DIR", lambda path, root, seed: load_vgr(path), sgi=PHOTO_SGI, suite="aro",
+                    summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
+    "aro-vga": Kind("aro-vga:DIR", lambda path, root, seed: load_vga(path), sgi=PHOTO_SGI, suite="aro",
+                    summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
+    "aro-coco-order": Kind("aro-coco-order:DIR", lambda path, root, seed: load_coco_order(path, seed), sgi=PHOTO_SGI,
+                           suite="aro", summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
+    "aro-flickr-order": Kind("aro-flickr-order:DIR", lambda path, root, seed: load_flickr_order(path, seed),
+                             sgi=PHOTO_SGI, suite="aro",
+                             summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
+}

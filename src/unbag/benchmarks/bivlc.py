@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import need_text
+from .kinds import PHOTO_SGI, Kind, Summary
 
 COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
 
@@ -49,3 +50,10 @@ def load(root: str | Path) -> Benchmark:
                               # per type as BiVLC's own evaluation reports it (replace / swap / add)
                               {"subset": f"{row['type']}_{row['subtype']}", "type": row["type"]}, source=where))
     return Benchmark("bivlc", f"bivlc:{root}", items)
+
+
+BENCHMARKS = {
+    "bivlc": Kind("bivlc:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="bivlc",
+                  summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
+                                   "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
+}

@@ -16,8 +16,9 @@ import torch
 
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
-from .shapes import first_caption
 from .common import images_at, need, need_text, read_json
+from .kinds import PAIRWISE, PHOTO_SGI, Kind, Summary
+from .shapes import first_caption
 
 SC_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
 SCPP_SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -101,3 +102,13 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
                               source=where))
     return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items, _info(items, SCPP_SUBSETS), metric=itt,
                      text_metric=tot)
+
+
+BENCHMARKS = {
+    "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", lambda path, root, seed: load_sugarcrepe(path, root),
+                       image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE, suite="sugarcrepe"),
+    "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]", lambda path, root, seed: load_sugarcrepe_pp(path, root),
+                         image_root=True, sgi=PHOTO_SGI, suite="sugarcrepe++",
+                         summary=Summary(("macro/itt", "macro/tot", "all/itt", "all/tot", "*/itt", "*/tot"),
+                                         "macro/itt", {"itt": "ITT", "tot": "TOT"})),
+}

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import images_at, need, need_text, read_json
+from .kinds import PHOTO_SGI, Kind, Summary
 from .sugarcrepe import pairwise
 
 MIN_MTURK_VALID = 2
@@ -45,3 +46,9 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
             items.append(Item(f"{f.stem}-{key}", [str(img)], [ex["caption"], ex["foil"]], {"subset": f.stem},
                               source=where))
     return Benchmark("valse", f"valse:{root}", items, {"dropped_mturk": dropped}, metric=pairwise)
+
+
+BENCHMARKS = {
+    "valse": Kind("valse:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
+                  suite="valse", summary=Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")),
+}

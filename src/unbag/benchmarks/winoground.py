@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .base import Benchmark, Item
 from .common import image_dir, need, need_text, read_jsonl
+from .kinds import PHOTO_SGI, TWO_BY_TWO, Kind
 
 
 def load(root: str | Path) -> Benchmark:
@@ -26,3 +27,9 @@ def load(root: str | Path) -> Benchmark:
         group = {"subset": ex["collapsed_tag"], "tag": ex["tag"], "secondary_tag": ex.get("secondary_tag") or "none"}
         items.append(Item(f"winoground-{ex['id']}", imgs, [ex["caption_0"], ex["caption_1"]], group, source=where))
     return Benchmark("winoground", f"winoground:{root}", items)
+
+
+BENCHMARKS = {
+    "winoground": Kind("winoground:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, summary=TWO_BY_TWO,
+                       suite="winoground"),
+}
