@@ -319,3 +319,158 @@ def clip_benchmark_retrieval(tmp_path_factory):
         lines += [f"{1000 + k}.jpg,a {COLORS[k]} dog, running", f"{1000 + k}.jpg,the {COLORS[k]} dog"]
     (flickr / "flickr30k_test_karpathy.txt").write_text("\n".join(lines) + "\n")
     return root
+
+
+# -- the suite's benchmarks, each laid out as its official release leaves it, with planted ties --
+
+def _json(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="session")
+def whatsup_dir(tmp_path_factory):
+    """whatsup_vlms' data/: Controlled A (2 object pairs x 4 relations; one item's wrong caption
+    equals the true one: a tie), Controlled B (1 pair), COCO-QA one (an int and a string id) and
+    VG-QA two (one image missing); coco_qa_two and vg_qa_one absent."""
+    root = tmp_path_factory.mktemp("whatsup") / "data"
+    a = []
+    for p, (o1, o2) in enumerate([("mug", "table"), ("beer-bottle", "armchair")]):
+        for r, rel in enumerate(["on", "under", "left_of", "right_of"]):
+            name = f"{o1}_{rel}_{o2}.jpeg"
+            img(root / "controlled_images" / name, 600 + 4 * p + r)
+            words = [w.replace("_", " ") for w in ("on", "under", "left_of", "right_of")]
+            caps = [f"a {o1} {rel.replace('_', ' ')} a {o2}"] + [f"a {o1} {w} a {o2}" for w in words if w != rel.replace("_", " ")]
+            if p == 1 and r == 0:
+                caps[2] = caps[0]  # planted tie: wrong for unbag, right for argmax (the true caption is first)
+            a.append({"image_path": f"data/controlled_images/{name}", "caption_options": caps})
+    _json(root / "controlled_images_dataset.json", a)
+    b = []
+    for r, rel in enumerate(["left_of", "right_of", "in-front_of", "behind"]):
+        name = f"cube_{rel}_sphere.jpeg"
+        img(root / "controlled_clevr" / name, 620 + r)
+        b.append({"image_path": f"data/controlled_clevr/{name}",
+                  "caption_options": [f"a cube {rel.replace('_', ' ')} a sphere"] + [f"a cube {w} a sphere" for w in
+                                      ("left of", "right of", "in-front of", "behind") if w != rel.replace("_", " ")]})
+    _json(root / "controlled_clevr_dataset.json", b)
+    img(root / "val2017" / "000000000139.jpg", 630)
+    img(root / "val2017" / "000000000285.jpg", 631)
+    _json(root / "coco_qa_one_obj.json", [[139, "a dog on the left", "a dog on the right"],
+                                          ["285", "a cat on the right", "a cat on the left"]])
+    img(root / "vg_images" / "7.jpg", 632)
+    _json(root / "vg_qa_two_obj.json", [[7, "a dog to the left of a cat", "a dog to the right of a cat"],
+                                        [8, "a man in front of a car", "a man behind a car"]])  # 8.jpg missing
+    return root
+
+
+@pytest.fixture(scope="session")
+def vl_checklist_dir(tmp_path_factory):
+    """The project root with corpus/v1 yamls and data/ JSON: two colour sources (vg, vaw), a spatial
+    relation file, one item whose negative equals its positive (a tie) and one missing image."""
+    root = tmp_path_factory.mktemp("vlc")
+    files = {("Attribute/color", "vg"): "data/Attribute/vg/color.json",
+             ("Attribute/color", "vaw"): "data/Attribute/vaw/color.json",
+             ("Relation/spatial", "vg"): "data/Relation/vg/spatial.json",
+             ("Object/Size/large", "swig_agent"): "data/Object/Size/swig_size/swig_agent/swig_agent_large.json"}
+    for k, ((kind, corpus), anno) in enumerate(files.items()):
+        (root / "corpus" / "v1" / kind).mkdir(parents=True, exist_ok=True)
+        (root / "corpus" / "v1" / kind / f"{corpus}.yaml").write_text(
+            f'ANNO_PATH: "{anno}"\nIMG_ROOT: "{"swig/" if corpus.startswith("swig") else "vg"}"\nTYPE: "TUPLE_JSON"\n')
+        recs = []
+        for i in range(3):
+            rel = f"VG_100K/{k}{i}.jpg" if not corpus.startswith("swig") else f"{k}{i}.jpg"
+            if not (k == 2 and i == 2):  # one image missing: dropped and counted
+                img(root / ("swig" if corpus.startswith("swig") else "vg") / rel, 640 + 3 * k + i)
+            pos, neg = f"{COLORS[i]} knob", f"{COLORS[i + 1]} knob"
+            recs.append([rel, {"POS": [pos, "extra"], "NEG": [pos if (k, i) == (0, 1) else neg]}])
+        _json(root / anno, recs)
+    return root
+
+
+@pytest.fixture(scope="session")
+def spec_dir(tmp_path_factory):
+    """SPEC's data_root: absolute_size with both directions (K=3; planted ties before and after the
+    label), count with image2text only (K=4)."""
+    root = tmp_path_factory.mktemp("spec")
+    for k in range(3):
+        for j in range(3):
+            img(root / "absolute_size" / f"{k:06d}" / f"{j}.jpg", 700 + 3 * k + j)
+    i2t = [{"query": "000000/1.jpg", "keys": ["a small dog", "a medium dog", "a large dog"], "label": 1},
+           # a tie with an earlier key: wrong under both rules
+           {"query": "000001/0.jpg", "keys": ["a small cat", "a small cat", "a large cat"], "label": 1},
+           # a tie with a later key: right for argmax, wrong for unbag
+           {"query": "000002/2.jpg", "keys": ["a small cup", "a large cup", "a large cup"], "label": 1}]
+    t2i = [{"query": "a large dog", "keys": ["000000/0.jpg", "000000/1.jpg", "000000/2.jpg"], "label": 2},
+           {"query": "a small cat", "keys": ["000001/0.jpg", "000001/0.jpg", "000001/2.jpg"], "label": 0}]
+    _json(root / "absolute_size" / "image2text.json", i2t)
+    _json(root / "absolute_size" / "text2image.json", t2i)
+    img(root / "count" / "9" / "a.png", 710)
+    _json(root / "count" / "image2text.json", [{"query": "9/a.png", "keys": ["one dog", "two dogs", "three dogs",
+                                                                              "four dogs"], "label": 3}])
+    return root
+
+
+@pytest.fixture(scope="session")
+def colorswap_dir(tmp_path_factory):
+    """ColorSwap's data/ with images.zip left packed; one example's two images are the same picture (ties)."""
+    import zipfile
+
+    root = tmp_path_factory.mktemp("colorswap") / "data"
+    root.mkdir()
+    recs, members = [], {}
+    for n, k in enumerate((9, 21, 989)):
+        for j in (1, 2):
+            members[f"images/img_{k}_{j}.png"] = png_bytes(3 * n + (j if n != 2 else 1))
+        recs.append({"id": k, "caption_1": f"a {COLORS[n]} raft on {COLORS[n + 1]} water",
+                     "caption_2": f"a {COLORS[n + 1]} raft on {COLORS[n]} water", "image_1": f"images/img_{k}_1.png",
+                     "image_2": f"images/img_{k}_2.png", "image_source": "midjourney" if n else "dalle3",
+                     "caption_source": "human"})
+    with zipfile.ZipFile(root / "images.zip", "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    _json(root / "test.json", recs)
+    return root
+
+
+@pytest.fixture(scope="session")
+def vismin_dir(tmp_path_factory):
+    """The vismin-bench kit: save_to_disk's data/ (two Arrow stream shards, state.json) and
+    solutions/sim_solution.csv; row 2's two images are the same picture (ties)."""
+    import pyarrow as pa
+
+    root = tmp_path_factory.mktemp("vismin")
+    rows = [{"image_0": {"bytes": png_bytes(20 + 2 * k), "path": None}, "text_0": f"{k + 2} {COLORS[k]} dogs on a sofa",
+             "image_1": {"bytes": png_bytes(21 + 2 * k if k != 2 else 24), "path": None},
+             "text_1": f"{k + 3} {COLORS[k]} dogs on a sofa", "question_1": "?", "question_2": "?", "question_3": "?",
+             "question_4": "?", "id": f"v{k}", "category": ["counting", "object", "counting"][k]} for k in range(3)]
+    test = root / "data" / "test"
+    test.mkdir(parents=True)
+    names = []
+    for s, part in enumerate((rows[:2], rows[2:])):
+        table = pa.Table.from_pylist(part)
+        names.append(f"data-0000{s}-of-00002.arrow")
+        with pa.OSFile(str(test / names[-1]), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+            w.write_table(table)
+    _json(test / "state.json", {"_data_files": [{"filename": n} for n in names], "_split": "test"})
+    _json(test / "dataset_info.json", {})
+    _json(root / "data" / "dataset_dict.json", {"splits": ["test"]})
+    (root / "solutions").mkdir()
+    (root / "solutions" / "sim_solution.csv").write_text(
+        "id,Text,Image,category\n" + "".join(f"{k},T0_I0 > T1_I0 & T1_I1 > T0_I1,T0_I0 > T0_I1 & T1_I1 > T1_I0,"
+                                             f"{r['category']}\n" for k, r in enumerate(rows)))
+    return root
+
+
+@pytest.fixture(scope="session")
+def mmvp_vlm_dir(tmp_path_factory):
+    """MMVP_VLM: Questions.csv and 'MLLM_VLM Images/<Type>/<id>.jpg', two patterns of one pair each
+    plus a pair whose two images are one picture (ties)."""
+    root = tmp_path_factory.mktemp("mmvp")
+    rows = [(1, "Orientation", "the dog is facing left"), (2, "Orientation", "the dog is facing right"),
+            (3, "Camera Perspective", "a close-up of a cube"), (4, "Camera Perspective", "a cube from far away"),
+            (5, "Color", "a red cube"), (6, "Color", "a blue cube")]
+    for qid, kind, _ in rows:
+        img(root / "MLLM_VLM Images" / kind / f"{qid}.jpg", 800 + (qid if qid < 5 else 5))
+    (root / "Questions.csv").write_text("Question ID,Type,Statement\n" + "".join(f"{q},{t},{s}\n" for q, t, s in rows))
+    return root

@@ -5,7 +5,7 @@ import csv
 from pathlib import Path
 
 from .. import utils
-from ..errors import UnbagError
+from ..errors import UnbagError, warn
 
 
 def read_json(path: Path):
@@ -102,3 +102,53 @@ def _csv_rows(path: Path):
         except csv.Error as e:
             raise UnbagError(f"{path}:{end + 1}: malformed CSV from this line on ({e}; an unbalanced "
                              "quote?)") from None
+
+
+class Dropped:
+    """Items a loader leaves out because an image file is absent (as the official loaders do),
+    counted per subset and warned about by name: recorded in the benchmark's info as
+    `dropped_missing_image`."""
+
+    def __init__(self, name: str):
+        self.name, self.counts = name, {}
+
+    def present(self, subset: str, *paths) -> bool:
+        """Whether every image path exists (a zip member or Arrow cell: its file); counts the item if not."""
+        from .base import ref_file
+        if all(p is not None and Path(ref_file(str(p))).is_file() for p in paths):
+            return True
+        self.counts[subset] = self.counts.get(subset, 0) + 1
+        return False
+
+    def record(self, info: dict) -> dict:
+        """Warn about the dropped items and record them in `info` (returned)."""
+        if self.counts:
+            warn(f"{self.name}: {sum(self.counts.values())} item(s) left out because an image file is missing ("
+                 + ", ".join(f"{s}: {n}" for s, n in sorted(self.counts.items())) + "); the results record them "
+                 "as dropped_missing_image")
+        info["dropped_missing_image"] = dict(sorted(self.counts.items()))
+        return info
+
+
+def first_file(*paths: Path) -> Path | None:
+    """The first of `paths` that is a file."""
+    return next((p for p in paths if p.is_file()), None)
+
+
+def missing_subsets(name: str, wanted: dict[str, Path]) -> list[str]:
+    """The subsets whose file is absent, warned about by name (the results record them)."""
+    gone = [s for s, p in wanted.items() if not p.is_file()]
+    if gone and len(gone) < len(wanted):
+        warn(f"{name}: {len(gone)} subset file(s) missing, not scored: "
+             + ", ".join(f"{s} ({wanted[s].name})" for s in gone))
+    return gone
+
+
+def unique_ids(items, name: str):
+    """Refuse two items with one id (a duplicated record), naming both places."""
+    seen: dict[str, str] = {}
+    for it in items:
+        if it.id in seen:
+            raise UnbagError(f"{it.source or name}: duplicate id {it.id!r} (also at {seen[it.id]})")
+        seen[it.id] = it.source or it.id
+    return items

@@ -61,10 +61,10 @@ class Summary:
         return next((k for k in ((self.chart,) if isinstance(self.chart, str) else self.chart) if k in metrics), None)
 
     def suite_score(self, metrics: dict) -> float | None:
-        """Its score in the suite table: the mean of `suite` (all present) or its headline."""
+        """Its score in the suite table: the mean of the `suite` keys present, or its headline."""
         if self.suite:
-            got = [metrics.get(k) for k in self.suite]
-            return None if None in got else sum(got) / len(got)
+            got = [metrics[k] for k in self.suite if k in metrics]
+            return sum(got) / len(got) if got else None
         key = self.headline(metrics)
         return None if key is None else metrics[key]
 
