@@ -474,3 +474,122 @@ def mmvp_vlm_dir(tmp_path_factory):
         img(root / "MLLM_VLM Images" / kind / f"{qid}.jpg", 800 + (qid if qid < 5 else 5))
     (root / "Questions.csv").write_text("Question ID,Type,Statement\n" + "".join(f"{q},{t},{s}\n" for q, t, s in rows))
     return root
+
+
+@pytest.fixture(scope="session")
+def crepe_dir(tmp_path_factory):
+    """CREPE's unzipped data/: productivity swap-4 (a set literal; one negative equals the caption:
+    a tie) and negate-5, systematicity seen-in-laion with three negative columns; VG images in
+    VG_100K and VG_100K_2, one missing; boxes partly outside the picture."""
+    root = tmp_path_factory.mktemp("crepe")
+    img(root / "VG_100K" / "1.jpg", 900, size=(80, 60))
+    img(root / "VG_100K_2" / "2.jpg", 901, size=(80, 60))
+    head = "image_id,caption,n,n_objects,n_relations,n_attributes,n_connected_components,hard_negs,x,y,width,height\n"
+
+    def row(i, cap, negs, box="10.0,5.0,50.0,40.0"):
+        return f'{i},{cap},4,2,1,1,1,"{negs}",{box}\n'
+    swap = head + row(1, "red cube on blue sphere", str({f"{c} cube on red sphere" for c in COLORS[1:6]})) + \
+        row(2, "blue cube near red sphere", str(["red cube near blue sphere", "blue cube near red sphere", "a", "b", "c"]),
+            "60.0,40.0,50.0,40.0") + row(3, "green cone", str(["red cone"] * 5))  # image 3 missing
+    (root / "prod_hard_negatives" / "swap").mkdir(parents=True)
+    (root / "prod_hard_negatives" / "swap" / "prod_vg_hard_negs_swap_complexity_4.csv").write_text(swap)
+    (root / "prod_hard_negatives" / "negate").mkdir(parents=True)
+    (root / "prod_hard_negatives" / "negate" / "prod_vg_hard_negs_negate_complexity_5.csv").write_text(
+        head + row(1, "a red cube", str([f"not a {c} cube" for c in COLORS[:5]])))
+    (root / "syst_hard_negatives").mkdir()
+    (root / "syst_hard_negatives" / "syst_vg_hard_negs_seen_compounds_in_laion.csv").write_text(
+        "region_id,image_id,caption,x,y,width,height,valid_hard_negs_atom,valid_hard_negs_comp,valid_hard_negs_combined\n"
+        "7,2,blue cube,0,0,40,40,\"['red cube', 'blue cone']\",\"['cube blue']\",\"['red cube', 'blue cone', 'cube blue']\"\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def eqben_dir(tmp_path_factory):
+    """EqBen: annotation/ann_json_finegrained_random.json in shuffled order; two subsets; the light
+    release's .jpg for an annotated .png; a YouCook2 .npy frame (BGR) whose two images are one (ties)."""
+    root = tmp_path_factory.mktemp("eqben")
+    recs = []
+    for cnt, sub, ext in ((18, "eqbenkubric_cnt", ".png"), (19, "eqbenkubric_cnt", ".png"), (40, "eqbenyoucook2", ".npy")):
+        for i in (0, 1):
+            rel = f"{sub}/{cnt:05d}/frame_{i}{ext}"
+            if ext == ".npy":
+                (root / "image" / sub / f"{cnt:05d}").mkdir(parents=True, exist_ok=True)
+                np.save(root / "image" / rel, np.full((24, 24, 3), (10, 80, 200), np.uint8))
+            elif cnt == 19:
+                img(root / "image" / rel.replace(".png", ".jpg"), 910 + i)  # only the light version's .jpg
+            else:
+                img(root / "image" / rel, 920 + i)
+            for c in (0, 1):
+                recs.append({"image": rel, "caption": f"{['two', 'three'][c]} {COLORS[cnt % 5]} cubes",
+                             "private_info": {"dataset": sub, "name": f"c{c}i{i}", "sample_cnt": cnt}})
+    recs = recs[5:] + recs[:5]
+    _json(root / "annotation" / "ann_json_finegrained_random.json", recs)
+    return root
+
+
+@pytest.fixture(scope="session")
+def imagecode_dir(tmp_path_factory):
+    """ImageCoDe's data/ with image-sets/: a video set (frames numbered out of string order) and a
+    static set whose target has an identical twin later in the set (a tie)."""
+    root = tmp_path_factory.mktemp("imagecode")
+    frames = [3, 12, 25, 100, 7, 45, 9, 80, 2, 60]
+    for x in frames:
+        img(root / "image-sets" / "video-set_1" / f"img{x}.jpg", 930 + x % 17)
+    for k in range(10):
+        img(root / "image-sets" / "open-images-1_ab" / f"img{k}.jpg", 950 + (k if k != 8 else 4))
+    _json(root / "valid_data.json", {"video-set_1": {"3": "a red cube", "0": "a cube"},
+                                     "open-images-1_ab": {"4": "a green dog"}, "missing-set": {"1": "x"}})
+    return root
+
+
+@pytest.fixture(scope="session")
+def svo_probes_dir(tmp_path_factory):
+    """svo_probes.csv with rows negating the subject, the verb, the object, two parts (excluded), one
+    with a missing image and one whose two images are one picture (a tie)."""
+    root = tmp_path_factory.mktemp("svo")
+    for k in range(1, 6):
+        img(root / "images" / f"{k}.jpg", 960 + k)
+    (root / "images" / "6.png").write_bytes((root / "images" / "5.jpg").read_bytes())  # same picture, as PNG name
+    rows = [(0, "A man rides a horse.", "True,False,False", 1, 2), (1, "A dog eats food.", "False,True,False", 3, 4),
+            (2, "A girl kicks a ball.", "False,False,True", 5, 6), (3, "A man walks.", "True,True,False", 1, 3),
+            (4, "A cat sits.", "False,True,False", 1, 99)]
+    (root / "svo_probes.csv").write_text(
+        "index,sentence,pos_triplet,neg_triplet,subj_neg,verb_neg,obj_neg,pos_url,neg_url,pos_image_id,neg_image_id\n"
+        + "".join(f'{i},{s},"a,b,c","a,d,c",{f},http://x/{p},http://x/{q},{p},{q}\n' for i, s, f, p, q in rows))
+    return root
+
+
+@pytest.fixture(scope="session")
+def naturalbench_dir(tmp_path_factory):
+    """NaturalBench-Retrieval/: metadata.json and images/, one pair of identical images (ties)."""
+    root = tmp_path_factory.mktemp("nb") / "NaturalBench-Retrieval"
+    recs = []
+    for n in range(3):
+        for k in (0, 1):
+            img(root / "images" / f"{n}_{k}.jpg", 970 + 2 * n + (k if n != 2 else 0))
+        recs.append({"index": n, "image_0": f"{n}_0.jpg", "image_1": f"{n}_1.jpg", "caption_0": f"a {COLORS[n]} dog",
+                     "caption_1": f"a {COLORS[n + 1]} dog", "question_0": "?"})
+    _json(root / "metadata.json", recs)
+    return root
+
+
+@pytest.fixture(scope="session")
+def cola_dir(tmp_path_factory):
+    """COLA's data/: the multi-object JSON (urls) and GQA and CLEVR single-object files, one as
+    {labels, data}, one as [labels, data] without annotations; a class whose hard set has no positive;
+    three images that are one picture, two of them positives of a CLEVR class (tied scores)."""
+    root = tmp_path_factory.mktemp("cola")
+    for k in range(6):
+        img(root / "images" / f"{k}.jpg", 980 + min(k, 3))  # 3, 4 and 5: one picture
+    _json(root / "COLA_multiobjects_matching_benchmark.json",
+          [[f"https://cs-people.bu.edu/array/data/vg_gqa_images/{a}.jpg", f"a {COLORS[a]} cube and a {COLORS[b]} ball",
+            f"https://cs-people.bu.edu/array/data/vg_gqa_images/{b}.jpg", f"a {COLORS[b]} cube and a {COLORS[a]} ball"]
+           for a, b in ((0, 1), (2, 3))])
+    labels = ["red cube", "blue ball", "green cone"]
+    data = [[f"{k}.jpg", {"objects": []}, [int(k % 3 == c) for c in range(3)], [int(c != 2 or k == 4) for c in range(3)]]
+            for k in range(6)]
+    _json(root / "COLA_singleobjects_benchmark_GQA.json", {"labels": labels, "data": data})
+    _json(root / "COLA_singleobjects_benchmark_CLEVR.json",
+          [labels, [[f"images/{k}.jpg", [int(k in (4, 5) if c == 0 else k == c) for c in range(3)], [1, 1, 1]]
+                    for k in range(6)]])
+    return root

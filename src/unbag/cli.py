@@ -228,9 +228,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         _default_showwarning(message, category, filename, lineno, file, line)
 
 
-def parser(methods: bool = True) -> argparse.ArgumentParser:
+def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParser:
     """The command line's parser; `methods`: list the registered methods and their own flags in
-    `train` (it imports torch: main leaves it out unless the command is `train`)."""
+    `train`, `benches`: the registered benchmarks in `eval` (both import torch: main leaves each out
+    unless the command is the one that lists it)."""
     from . import __version__
 
     p = argparse.ArgumentParser(prog="unbag", description="Measure and improve binding in dual encoders.")
@@ -333,8 +334,10 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default="builtin")
-    from .benchmarks import forms
-    e.add_argument("--bench", action="append", default=None, help=forms() + " (layouts: docs/benchmarks.md); "
+    if benches:
+        from .benchmarks import forms
+    e.add_argument("--bench", action="append", default=None, help=(forms() if benches else "a benchmark spec")
+                   + " (layouts: docs/benchmarks.md); "
                    "repeat it for several (e.g. zero-shot datasets): --out is then a folder of one file each")
     e.add_argument("--protocol", default="global", help="global | sgi (unbag's SGI) | sgi:paper (the paper's "
                    "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions|tflocal-li (docs/sgi.md, docs/heads.md)")
@@ -427,7 +430,7 @@ def parser(methods: bool = True) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    args = parser(methods=given[:1] == ["train"]).parse_args(argv)
+    args = parser(methods=given[:1] == ["train"], benches=given[:1] == ["eval"]).parse_args(argv)
     if getattr(args, "quiet", False):  # transformers' and the hub's bars too (read when they are imported)
         import os
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"

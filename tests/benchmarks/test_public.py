@@ -206,6 +206,18 @@ FIXTURES = {
     "imagefolder": lambda get: f"imagefolder:{get('imagefolder_dir')}",
     "karpathy": lambda get: f"karpathy:{get('aro_dir') / 'dataset_coco.json'}",
     "wds": lambda get: f"wds:{get('wds_classification_dir')}",
+    "whatsup": lambda get: f"whatsup:{get('whatsup_dir')}",
+    "vl-checklist": lambda get: f"vl-checklist:{get('vl_checklist_dir')}",
+    "spec": lambda get: f"spec:{get('spec_dir')}",
+    "colorswap": lambda get: f"colorswap:{get('colorswap_dir')}",
+    "vismin": lambda get: f"vismin:{get('vismin_dir')}",
+    "mmvp-vlm": lambda get: f"mmvp-vlm:{get('mmvp_vlm_dir')}",
+    "crepe": lambda get: f"crepe:{get('crepe_dir')}",
+    "eqben": lambda get: f"eqben:{get('eqben_dir')}",
+    "imagecode": lambda get: f"imagecode:{get('imagecode_dir')}",
+    "svo-probes": lambda get: f"svo-probes:{get('svo_probes_dir')}",
+    "naturalbench": lambda get: f"naturalbench:{get('naturalbench_dir')}",
+    "cola": lambda get: f"cola:{get('cola_dir')}",
 }
 
 

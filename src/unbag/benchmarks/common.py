@@ -117,8 +117,12 @@ class Dropped:
         from .base import ref_file
         if all(p is not None and Path(ref_file(str(p))).is_file() for p in paths):
             return True
-        self.counts[subset] = self.counts.get(subset, 0) + 1
+        self.add(subset)
         return False
+
+    def add(self, subset: str) -> None:
+        """Count one item of `subset` left out."""
+        self.counts[subset] = self.counts.get(subset, 0) + 1
 
     def record(self, info: dict) -> dict:
         """Warn about the dropped items and record them in `info` (returned)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import UnbagError
+from ..errors import UnbagError, warn
 from .base import Benchmark, Item
 from .common import Dropped, images_at, read_json, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
@@ -112,7 +112,6 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
                                   {"subset": subset}, meta={"category": category, "source": y.stem.split("_")[0]},
                                   source=where))
     if missing:
-        from ..errors import warn
         warn(f"vl-checklist:{root}: {len(missing)} annotation file(s) named by corpus/ are missing, not scored: "
              + ", ".join(missing))
     if not items:

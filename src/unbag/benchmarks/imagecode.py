@@ -1,0 +1,74 @@
+"""ImageCoDe (Krojer et al., ACL 2022, arXiv 2203.15867) in its official layout (docs/benchmarks.md).
+
+imagecode:DIR[:IMAGE_ROOT]   DIR is the repo's data/: valid_data.json, {set: {"<pos>": description}};
+              the image sets unpacked as IMAGE_ROOT/<set>/img<X>.jpg (IMAGE_ROOT defaults to
+              DIR/image-sets if it exists, else DIR), ten per set, the target the pos-th in order of
+              the integer X. A set named without "open-images" is a video set.
+
+Official rule (baselines/clip/zero_shot.py): the first of the best-scoring images (numpy's argsort
+on 10 items, stable) is the target (`acc_official`); `acc`: the target scores above the nine others.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from ..errors import UnbagError
+from .base import Benchmark, Item
+from .common import Dropped, read_json, unique_ids
+from .kinds import PHOTO_SGI, Kind, Summary
+from .shapes import choose, labels_of
+
+_FRAME = re.compile(r"^img(\d+)\.(jpg|jpeg|png)$", re.I)
+
+
+def metric(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
+    """The target among the set's images, strict and first-of-the-maxima."""
+    return choose(scores[:, :, 0], labels_of(items))
+
+
+def load(root: str | Path, image_root: str | None = None) -> Benchmark:
+    """ImageCoDe's validation descriptions."""
+    root = Path(root)
+    if image_root:
+        images = Path(image_root)
+        if not images.is_dir():
+            raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of imagecode:DIR:IMAGE_ROOT)")
+    else:
+        images = root / "image-sets" if (root / "image-sets").is_dir() else root
+    f = root / "valid_data.json"
+    data = read_json(f)
+    if not isinstance(data, dict):
+        raise UnbagError(f"{f}: expected {{set: {{position: description}}}}")
+    dropped, items = Dropped(f"imagecode:{root}"), []
+    for name, descs in data.items():
+        where = f"{f}: set {name!r}"
+        if not isinstance(descs, dict):
+            raise UnbagError(f"{where}: expected {{position: description}}")
+        subset = "static" if "open-images" in name else "video"
+        folder = images / name
+        frames = sorted((p for p in folder.iterdir() if _FRAME.match(p.name)), key=lambda p: int(_FRAME.match(p.name)[1])) \
+            if folder.is_dir() else []
+        for pos, text in descs.items():
+            if not (isinstance(pos, str) and pos.isdigit()) or not isinstance(text, str) or not text.strip():
+                raise UnbagError(f"{where}: entry {pos!r} must map a position 0-9 to a description")
+            if int(pos) > 9:
+                raise UnbagError(f"{where}: position {pos} is not one of the set's ten images (0-9)")
+            if len(frames) != 10:
+                dropped.add(subset)  # the set's folder is absent or incomplete
+                continue
+            items.append(Item(f"{name}-{pos}", [str(p) for p in frames], [text.strip()], {"subset": subset},
+                              meta={"label": int(pos)}, source=where))
+    info = dropped.record({"notes": ["acc_official: the first of the best-scoring images, as zero_shot.py's "
+                                     "argsort; acc: strict", "a set whose folder lacks its ten images is left out"]})
+    return Benchmark("imagecode", f"imagecode:{root}", unique_ids(items, str(f)), info, metric=metric)
+
+
+BENCHMARKS = {
+    "imagecode": Kind("imagecode:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
+                      sgi=PHOTO_SGI, suite="imagecode",
+                      summary=Summary(("all/acc_official", "video/acc_official", "static/acc_official", "all/acc"),
+                                      "all/acc_official")),
+}
