@@ -30,10 +30,21 @@ METHODS, PROTOCOLS, TRAIN = _JOB.METHODS, _JOB.PROTOCOLS, _JOB.TRAIN
 
 
 @pytest.fixture(scope="module")
-def two(tiny_bench, tmp_path_factory):
+def suite_root(winoground_dir, crepe_dir, imagecode_dir, cola_dir, tmp_path_factory):
+    """Items of every shape: 2x2, one image x K captions (crops), K images x one caption, ragged K."""
+    import shutil
+    root = tmp_path_factory.mktemp("suite")
+    for name, src in (("winoground", winoground_dir), ("crepe", crepe_dir), ("imagecode", imagecode_dir),
+                      ("cola", cola_dir)):
+        shutil.copytree(src, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def two(tiny_bench, suite_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("torchrun")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(JOB),
-           str(out), str(tiny_bench)]
+           str(out), str(tiny_bench), str(suite_root)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -66,3 +77,18 @@ def test_two_processes_evaluate_as_one(two, tiny_bench, tmp_path, protocol):
     assert [x["id"] for x in a] == [x["id"] for x in b]
     for x, y in zip(a, b):
         assert sum(x["scores"], []) == pytest.approx(sum(y["scores"], []), abs=1e-5)
+
+
+def test_two_processes_run_the_suite_as_one(two, suite_root, tmp_path):
+    from unbag.suite import run_suite
+    one, _, _ = run_suite("builtin", suite_root, list(PROTOCOLS), tmp_path / "one", progress=False)
+    by_cell = {json.dumps(r["cell"], sort_keys=True): r for r in one}
+    two_files = sorted((two / "suite" / "results").glob("*.json"))
+    assert len(two_files) == len(one) == 2 * 4
+    for f in two_files:
+        res = json.loads(f.read_text())
+        ref = by_cell[json.dumps(res["cell"], sort_keys=True)]
+        assert res["config"]["processes"] == 2 and ref["config"]["processes"] == 1
+        assert res["metrics"].keys() == ref["metrics"].keys()
+        for k, v in ref["metrics"].items():
+            assert res["metrics"][k] == pytest.approx(v, abs=1e-6), (f.name, k)

@@ -74,6 +74,32 @@ def _run(a: argparse.Namespace) -> None:
     print_matrix(results)
 
 
+def _suite(a: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from . import benchmarks, dist
+    from .api import default_device
+    from .reports.html import write_report
+    from .reports.table import print_suite
+    from .run import print_matrix
+    from .suite import not_applicable, run_suite
+
+    protocols = a.protocol or ["global"]
+    results, missing, found = run_suite(a.model, a.root, protocols, a.out, progress=not a.quiet,
+                                        device=a.device or default_device(), precision=a.precision)
+    if dist.rank() != 0:
+        return
+    print_matrix(results)  # each benchmark's own table, in its official columns
+    print_suite([(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results],
+                tuple(not_applicable(found, protocols)))
+    for folder in missing:
+        names = benchmarks.suite_folders()[folder]
+        print(f"not found: {Path(a.root) / folder}/ ({', '.join(names)}); get it from "
+              f"{benchmarks.BENCHMARKS[names[0]].release} (docs/benchmarks.md#{folder})")
+    report = write_report([a.out], Path(a.out) / "report", title="unbag suite")
+    print(f"results in {a.out}/results/, report at {report}/index.html")
+
+
 def _features(a: argparse.Namespace) -> None:
     from .api import features
 
@@ -387,6 +413,19 @@ def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParse
     r.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=_run)
+
+    su = sub.add_parser("suite", help="every compositionality benchmark found under a root, one table (resumable)")
+    su.add_argument("--model", default="builtin", help="model spec (default: builtin)")
+    su.add_argument("--root", required=True, help="a folder holding one folder per benchmark: ROOT/NAME/ is what "
+                    "NAME:DIR reads; image roots elsewhere in ROOT/suite.toml (docs/benchmarks.md, 'The suite')")
+    su.add_argument("--protocol", action="append", default=None, help="global (default) | sgi | sgi:paper | "
+                    "head:builtin:tflocal ...; repeat it for several")
+    su.add_argument("--out", default="unbag-suite", help="run folder (default: unbag-suite); a rerun reuses "
+                    "its finished cells")
+    su.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16")
+    su.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
+    su.add_argument("--quiet", action="store_true")
+    su.set_defaults(fn=_suite)
 
     rp = sub.add_parser("report", help="HTML + Markdown report of results files")
     rp.add_argument("results", nargs="+", help="results JSON files, or run folders (OUT of unbag run; their "

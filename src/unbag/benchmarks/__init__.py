@@ -325,6 +325,16 @@ def summary(name: str) -> Summary:
     return k.summary if k and k.summary else DEFAULT_SUMMARY
 
 
+def suite_folders() -> dict[str, list[str]]:
+    """The compositionality suite: each folder `unbag suite` looks for under its root (in name
+    order) and the benchmarks that read it."""
+    out: dict[str, list[str]] = {}
+    for name, k in sorted(BENCHMARKS.items(), key=lambda x: (x[1].suite or "", x[0])):
+        if k.suite:
+            out.setdefault(k.suite, []).append(name)
+    return out
+
+
 def sgi_defaults(bench) -> dict:
     """The SGI options a benchmark declares for its images: its kind's, then, for a loaded
     benchmark, its own (3D ctrl's regions), or for a spec string what its kind tells from the spec
@@ -345,4 +355,4 @@ def forms() -> str:
 
 
 __all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms", "sgi_defaults", "sized",
-           "files_fingerprint", "image_roots", "stamp", "summary", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]
+           "files_fingerprint", "image_roots", "stamp", "summary", "suite_folders", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]

@@ -199,14 +199,17 @@ def load_flickr_order(root: str | Path, seed: int = 0) -> Benchmark:
 
 
 # the suite counts ARO once: the mean of its four headlines (FSC-CLIP's ARO column)
+# where to download it
+RELEASE = "github.com/mertyg/vision-language-models-are-bows (its data download); images: VG, COCO 2014, Flickr30k"
 BENCHMARKS = {
     "aro-vgr": Kind("aro-vgr:DIR", lambda path, root, seed: load_vgr(path), sgi=PHOTO_SGI, suite="aro",
-                    summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
+                    release=RELEASE, summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
     "aro-vga": Kind("aro-vga:DIR", lambda path, root, seed: load_vga(path), sgi=PHOTO_SGI, suite="aro",
-                    summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
+                    release=RELEASE, summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
     "aro-coco-order": Kind("aro-coco-order:DIR", lambda path, root, seed: load_coco_order(path, seed), sgi=PHOTO_SGI,
-                           suite="aro", summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
+                           suite="aro", release=RELEASE,
+                           summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
     "aro-flickr-order": Kind("aro-flickr-order:DIR", lambda path, root, seed: load_flickr_order(path, seed),
-                             sgi=PHOTO_SGI, suite="aro",
+                             sgi=PHOTO_SGI, suite="aro", release=RELEASE,
                              summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
 }

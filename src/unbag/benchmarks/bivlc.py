@@ -52,8 +52,9 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("bivlc", f"bivlc:{root}", items)
 
 
+RELEASE = "huggingface.co/datasets/imirandam/BiVLC (save_to_disk or its parquet files)"  # where to download it
 BENCHMARKS = {
-    "bivlc": Kind("bivlc:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="bivlc",
+    "bivlc": Kind("bivlc:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="bivlc", release=RELEASE,
                   summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
                                    "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
 }

@@ -118,9 +118,10 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     return Benchmark("cola", f"cola:{root}", unique_ids(items, str(root)), info, metric=metric)
 
 
+RELEASE = "github.com/arijitray1993/COLA (data/); images: Visual Genome/GQA, CLEVR, PACO"  # where to download it
 BENCHMARKS = {
     "cola": Kind("cola:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
-                 suite="cola", summary=Summary(("multiobj/image", "multiobj/group", "macro/mAP_official", "macro/mAP",
-                                                "*/mAP_official"), ("multiobj/image", "macro/mAP_official"),
-                                               suite=("multiobj/image", "macro/mAP_official"))),
+                 suite="cola", release=RELEASE,
+                 summary=Summary(("multiobj/image", "multiobj/group", "macro/mAP_official", "macro/mAP", "*/mAP_official"),
+                                 ("multiobj/image", "macro/mAP_official"), suite=("multiobj/image", "macro/mAP_official"))),
 }

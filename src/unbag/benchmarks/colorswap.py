@@ -62,7 +62,8 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("colorswap", f"colorswap:{root}", unique_ids(items, str(f)), info)
 
 
+RELEASE = "huggingface.co/datasets/stanfordnlp/colorswap"  # where to download it
 BENCHMARKS = {
-    "colorswap": Kind("colorswap:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="colorswap",
+    "colorswap": Kind("colorswap:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="colorswap", release=RELEASE,
                       summary=Summary(("all/group", "all/text", "all/image", "*/group"), "all/group")),
 }

@@ -111,8 +111,10 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     return Benchmark("crepe", f"crepe:{root}", unique_ids(items, str(root)), info, metric=metric)
 
 
+RELEASE = "github.com/RAIVNLab/CREPE (data/*.zip); images: Visual Genome"  # where to download it
 BENCHMARKS = {
     "crepe": Kind("crepe:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
-                  suite="crepe", summary=Summary(("macro/R@1_official", "macro/R@1", "all/R@1_official", "all/R@3_official",
-                                                  "all/R@5_official", "*/R@1_official"), "macro/R@1_official")),
+                  suite="crepe", release=RELEASE,
+                  summary=Summary(("macro/R@1_official", "macro/R@1", "all/R@1_official", "all/R@3_official",
+                                   "all/R@5_official", "*/R@1_official"), "macro/R@1_official")),
 }

@@ -76,8 +76,9 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     return Benchmark("eqben", f"eqben:{root}", unique_ids(items, str(f)), dropped.record({}))
 
 
+RELEASE = "github.com/Wangt-CN/EqBen (annotation and image downloads in its README)"  # where to download it
 BENCHMARKS = {
     "eqben": Kind("eqben:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
-                  suite="eqben", summary=Summary(("macro/group", "macro/text", "macro/image", "*/group"),
+                  suite="eqben", release=RELEASE, summary=Summary(("macro/group", "macro/text", "macro/image", "*/group"),
                                                  "macro/group")),
 }

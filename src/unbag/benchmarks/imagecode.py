@@ -66,9 +66,10 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     return Benchmark("imagecode", f"imagecode:{root}", unique_ids(items, str(f)), info, metric=metric)
 
 
+RELEASE = "github.com/McGill-NLP/imagecode (data/ and its image-sets archive)"  # where to download it
 BENCHMARKS = {
     "imagecode": Kind("imagecode:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                      sgi=PHOTO_SGI, suite="imagecode",
+                      sgi=PHOTO_SGI, suite="imagecode", release=RELEASE,
                       summary=Summary(("all/acc_official", "video/acc_official", "static/acc_official", "all/acc"),
                                       "all/acc_official")),
 }

@@ -121,6 +121,7 @@ class Kind:
     # the folder under `unbag suite`'s ROOT that holds its DIR (several kinds may read one release);
     # None: not part of the compositionality suite
     suite: str | None = None
+    release: str = ""  # where its official release is downloaded (`unbag suite` says it for a missing one)
 
 
 # Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes

@@ -70,8 +70,9 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("mmvp-vlm", f"mmvp-vlm:{root}", unique_ids(items, str(f)), info, metric=metric)
 
 
+RELEASE = "huggingface.co/datasets/MMVP/MMVP_VLM"  # where to download it
 BENCHMARKS = {
-    "mmvp-vlm": Kind("mmvp-vlm:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="mmvp-vlm",
+    "mmvp-vlm": Kind("mmvp-vlm:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="mmvp-vlm", release=RELEASE,
                      summary=Summary(("macro/image_official", "macro/image", "all/group", "*/image_official"),
                                      "macro/image_official")),
 }

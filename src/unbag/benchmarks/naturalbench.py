@@ -40,7 +40,8 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("naturalbench", f"naturalbench:{root}", unique_ids(items, str(f)), dropped.record({}))
 
 
+RELEASE = "github.com/Baiqi-Li/NaturalBench (the NaturalBench-Retrieval download)"  # where to download it
 BENCHMARKS = {
     "naturalbench": Kind("naturalbench:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="naturalbench",
-                         summary=TWO_BY_TWO),
+                         release=RELEASE, summary=TWO_BY_TWO),
 }

@@ -88,8 +88,9 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("spec", f"spec:{root}", unique_ids(items, str(root)), info, metric=metric)
 
 
+RELEASE = "huggingface.co/datasets/wjpoom/SPEC"  # where to download it
 BENCHMARKS = {
-    "spec": Kind("spec:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="spec",
+    "spec": Kind("spec:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="spec", release=RELEASE,
                  summary=Summary(("macro/i2t_official", "macro/t2i_official", "macro/i2t", "macro/t2i",
                                   "*/i2t_official", "*/t2i_official"), "macro/i2t_official",
                                  {"i2t": "I2T", "t2i": "T2I"},

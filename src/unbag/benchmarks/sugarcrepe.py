@@ -106,9 +106,11 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
 
 BENCHMARKS = {
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", lambda path, root, seed: load_sugarcrepe(path, root),
-                       image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE, suite="sugarcrepe"),
+                       image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE, suite="sugarcrepe",
+                       release="github.com/RAIVNLab/sugar-crepe (data/); images: COCO val2017"),
     "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]", lambda path, root, seed: load_sugarcrepe_pp(path, root),
                          image_root=True, sgi=PHOTO_SGI, suite="sugarcrepe++",
+                         release="github.com/Sri-Harsha/scpp (data/); images: COCO val2017",
                          summary=Summary(("macro/itt", "macro/tot", "all/itt", "all/tot", "*/itt", "*/tot"),
                                          "macro/itt", {"itt": "ITT", "tot": "TOT"})),
 }

@@ -83,8 +83,9 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     return Benchmark("svo-probes", f"svo-probes:{root}", unique_ids(items, str(f)), info, metric=metric)
 
 
+RELEASE = "github.com/google-deepmind/svo_probes (svo_probes.csv; images from its urls)"  # where to download it
 BENCHMARKS = {
     "svo-probes": Kind("svo-probes:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                       sgi=PHOTO_SGI, suite="svo-probes",
+                       sgi=PHOTO_SGI, suite="svo-probes", release=RELEASE,
                        summary=Summary(("macro/pair", "all/pair", "*/pair"), "macro/pair")),
 }

@@ -48,7 +48,8 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     return Benchmark("valse", f"valse:{root}", items, {"dropped_mturk": dropped}, metric=pairwise)
 
 
+RELEASE = "github.com/Heidelberg-NLP/VALSE (data/); images: Visual7W, COCO 2017, SWiG, VisDial, FOIL"  # where to download it
 BENCHMARKS = {
     "valse": Kind("valse:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
-                  suite="valse", summary=Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")),
+                  suite="valse", release=RELEASE, summary=Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")),
 }

@@ -134,7 +134,8 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("vismin", f"vismin:{root}", unique_ids(items, str(root)), info, metric=metric)
 
 
+RELEASE = "huggingface.co/datasets/mair-lab/vismin-bench"  # where to download it
 BENCHMARKS = {
-    "vismin": Kind("vismin:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="vismin",
+    "vismin": Kind("vismin:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="vismin", release=RELEASE,
                    summary=Summary(("macro/group", "macro/text", "macro/image", "*/group"), "macro/group")),
 }

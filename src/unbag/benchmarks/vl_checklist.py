@@ -123,9 +123,10 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
                      breakdown=breakdown)
 
 
+RELEASE = "github.com/om-ai-lab/VL-CheckList (data/); images: VG, SWiG, HAKE, VAW (its DATASETS.md)"  # where to download it
 BENCHMARKS = {
     "vl-checklist": Kind("vl-checklist:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                         sgi=PHOTO_SGI, suite="vl-checklist",
+                         sgi=PHOTO_SGI, suite="vl-checklist", release=RELEASE,
                          summary=Summary(("aspect=Object/acc", "aspect=Attribute/acc", "aspect=Relation/acc",
                                           "aspect=mean/acc", "category=*/acc", "all/acc", "macro/acc"),
                                          ("aspect=mean/acc", "macro/acc"),

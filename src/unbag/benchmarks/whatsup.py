@@ -135,8 +135,9 @@ def load(root: str | Path) -> Benchmark:
                      breakdown=breakdown)
 
 
+RELEASE = "github.com/amitakamath/whatsup_vlms (data/ and its image download)"  # where to download it
 BENCHMARKS = {
-    "whatsup": Kind("whatsup:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="whatsup",
+    "whatsup": Kind("whatsup:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="whatsup", release=RELEASE,
                     summary=Summary(("group=whatsup/acc_official", "group=coco_spatial/acc_official",
                                      "group=gqa_spatial/acc_official", "group=*/acc", "macro/pair_acc_official",
                                      "macro/set_acc_official", "*/acc_official", "*/acc"),

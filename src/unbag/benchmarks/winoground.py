@@ -29,7 +29,8 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("winoground", f"winoground:{root}", items)
 
 
+RELEASE = "huggingface.co/datasets/facebook/winoground (gated: accept its terms first)"  # where to download it
 BENCHMARKS = {
     "winoground": Kind("winoground:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, summary=TWO_BY_TWO,
-                       suite="winoground"),
+                       suite="winoground", release=RELEASE),
 }

@@ -137,16 +137,22 @@ def _rows(results: list[Result]) -> dict[tuple[str, str], dict[str, tuple[float,
 
 
 def _cell_html(entry: tuple | None) -> str:
-    """A number linked to its results file (entry: value, result, metric key)."""
+    """A number linked to its results file (entry: value, result, metric key; no result: a number
+    computed from several, or a note in words)."""
     if entry is None:
         return "<td></td>"
     v, r, key = entry
+    if isinstance(v, str) or r is None:
+        return f"<td>{html.escape(v) if isinstance(v, str) else f'{100 * v:.1f}'}</td>"
     tip = html.escape(f"{r.data_name}: metrics['{key}']")
     return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a></td>'
 
 
 def _cell_md(entry: tuple | None) -> str:
-    return "" if entry is None else f"[{100 * entry[0]:.1f}](data/{entry[1].data_name})"
+    if entry is None:
+        return ""
+    v, r, _ = entry
+    return v if isinstance(v, str) else f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{r.data_name})"
 
 
 def _values(mets: dict) -> dict:
@@ -376,8 +382,7 @@ def _table_html(head: list[str], body: list[list]) -> str:
     t = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
     for row in body:
         cells = [f"<td>{html.escape(row[0])}</td>", f"<td>{html.escape(str(row[1]))}</td>"]
-        for e in row[2:]:
-            cells.append(f"<td>{100 * e[0]:.1f}</td>" if e is not None and e[1] is None else _cell_html(e))
+        cells += [_cell_html(e) for e in row[2:]]
         t.append("<tr>" + "".join(cells) + "</tr>")
     t.append("</table>")
     return "\n".join(t)
@@ -386,8 +391,7 @@ def _table_html(head: list[str], body: list[list]) -> str:
 def _table_md(head: list[str], body: list[list]) -> list[str]:
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in body:
-        cells = [row[0], str(row[1])] + [f"{100 * e[0]:.1f}" if e is not None and e[1] is None else _cell_md(e)
-                                         for e in row[2:]]
+        cells = [row[0], str(row[1])] + [_cell_md(e) for e in row[2:]]
         md.append("| " + " | ".join(cells) + " |")
     return md
 
@@ -417,7 +421,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/ from results
     files and run folders (no model is loaded: explanation images come from the run folders): the
     grid tables and charts (ctrl's), then a table and chart per other benchmark, as each declares."""
-    from .table import general_ability
+    from .table import general_ability, suite_table
 
     check_out(out, "report", overwrite, REPORT_FILES, inputs=paths)  # before reading anything
     left_out: list[str] = []
@@ -455,6 +459,13 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                           '<p class="note">Mean over the zero-shot classification datasets each row was run on '
                           "(a blank dataset is left out of that row's mean).</p>"]
             md_body += ["", "## General ability: zero-shot top-1 (%)", ""] + _table_md(ghead, grows)
+        suite = suite_table([(r.model, r.protocol, r.res, r) for r in results])
+        if suite:  # the compositionality suite first, then each benchmark in its own columns
+            shead, srows, snote = suite
+            body_html += ["<h2>The compositionality suite (%)</h2>", _table_html(shead, srows),
+                          f'<p class="note">{html.escape(snote)} Each benchmark\'s table below has its official '
+                          "columns.</p>"]
+            md_body += ["", "## The compositionality suite (%)", ""] + _table_md(shead, srows) + ["", snote]
         for stitle, shead, srows, chart in sections:
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '

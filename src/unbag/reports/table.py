@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..benchmarks import Grid, summary
+from ..benchmarks import BENCHMARKS, Grid, suite_folders, summary
 
 
 def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group")) -> Table:
@@ -97,6 +97,71 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
         mean = sum(v[0] for v in got.values()) / len(got)
         rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None)])
     return ["model", "protocol", *specs, "mean zero-shot top-1"], rows
+
+
+def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[str, str, str], ...] = ()
+                ) -> tuple[list[str], list[list], str] | None:
+    """The suite table: a row per suite benchmark (a folder: ARO's four parts are one) with results
+    among `cells`, a column per model x protocol holding its score (the mean of its parts' declared
+    suite scores, `Summary.suite_score`), then the suite average, the mean of those scores over the
+    benchmarks a column has (FSC-CLIP's); and a note naming what the average covers. `absent`:
+    (benchmark, protocol, why) of cells a protocol could not score. None without suite results."""
+    folders = suite_folders()
+    cols: list[tuple[str, str]] = []
+    got: dict[str, dict[tuple[str, str], list]] = {}
+    for m, p, res, ref in cells:
+        folder = getattr(BENCHMARKS.get(res["benchmark"]["name"]), "suite", None)
+        score = summary(res["benchmark"]["name"]).suite_score(res["metrics"]) if folder else None
+        if score is not None:
+            cols += [(m, p)] if (m, p) not in cols else []
+            got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref))
+    if not got:
+        return None
+    rows, sums = [], {c: [] for c in cols}
+    for folder in (f for f in folders if f in got):
+        parts = folders[folder]
+        row: list = [folder, "mean of " + ", ".join(parts) if len(parts) > 1 else _scored_by(parts[0])]
+        for c in cols:
+            xs = got[folder].get(c)
+            if xs is None:
+                gone = next((w for b, p, w in absent if b in parts and p == c[1]), None)
+                row.append(("n/a: " + gone, None, None) if gone else None)
+                continue
+            v = sum(x for x, _ in xs) / len(xs)
+            sums[c].append(v)
+            row.append((v, xs[0][1] if len(xs) == 1 else None, "suite"))
+        rows.append(row)
+    rows.append(["suite average", "mean of the benchmarks above", *[
+        (sum(sums[c]) / len(sums[c]), None, "suite") if sums[c] else None for c in cols]])
+    covered = [r[0] for r in rows[:-1]]
+    note = (f"Suite average: the mean of the per-benchmark scores of {len(covered)} of the suite's {len(folders)} "
+            f"benchmarks ({', '.join(covered)}).")
+    if len(covered) < len(folders):
+        note += (" A partial suite: its average is not comparable to a full suite's; missing: "
+                 + ", ".join(f for f in folders if f not in got) + ".")
+    return ["benchmark", "score", *[f"{m} · {p}" for m, p in cols]], rows, note
+
+
+def _scored_by(name: str) -> str:
+    """What a benchmark's suite score is, in words."""
+    s = summary(name)
+    return "mean of " + ", ".join(s.suite) if len(s.suite) > 1 else s.suite[0] if s.suite else (s.chart if isinstance(s.chart, str) else " | ".join(s.chart))
+
+
+def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) -> None:
+    """The suite table on the terminal (%)."""
+    made = suite_table(cells, absent)
+    if made is None:
+        return
+    head, rows, note = made
+    t = Table(title="the compositionality suite: each benchmark's score (%), official columns where they differ")
+    for h in head:
+        t.add_column(h, justify="left" if h in ("benchmark", "score") else "right")
+    for row in rows:
+        t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else f"{100 * e[0]:.1f}"
+                                    for e in row[2:]], end_section=row[0] != "suite average" and row is rows[-2])
+    t.caption = note
+    Console(width=max(150, Console().width)).print(t)
 
 
 def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:

@@ -1,0 +1,124 @@
+"""`unbag suite`: the benchmarks found under a root scored as one plan, the absent ones named,
+one table whose scores and average are recomputed here from the results files."""
+import json
+import shutil
+
+import pytest
+
+from unbag import benchmarks
+from unbag.cli import main
+from unbag.reports.table import suite_table
+from unbag.suite import find, plan_text
+
+PRESENT = ("aro", "winoground", "naturalbench", "crepe", "cola")
+
+
+@pytest.fixture(scope="module")
+def suite_root(aro_dir, winoground_dir, naturalbench_dir, crepe_dir, cola_dir, tmp_path_factory):
+    """Five of the suite's eighteen: ARO (four benchmarks in one folder), COLA with its images
+    elsewhere, named by suite.toml."""
+    root = tmp_path_factory.mktemp("suite")
+    for name, src in zip(PRESENT, (aro_dir, winoground_dir, naturalbench_dir, crepe_dir, cola_dir)):
+        shutil.copytree(src, root / name)
+    shutil.move(root / "cola" / "images", root / "pictures")
+    (root / "suite.toml").write_text('[suite]\ncola = "pictures"\n')
+    return root
+
+
+def _results(out):
+    return [json.loads(f.read_text()) for f in sorted((out / "results").glob("*.json"))]
+
+
+def test_suite_scores_what_it_finds_and_names_the_rest(suite_root, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["suite", "--root", str(suite_root), "--out", str(out), "--quiet"])
+    said, err = capsys.readouterr()
+    assert code == 0
+    assert "warning: crepe:" in err and "COLA_singleobjects_benchmark_PACO.json" in err  # missing on purpose
+    found, missing = find(suite_root)
+    assert set(missing) == set(benchmarks.suite_folders()) - set(PRESENT) and len(missing) == 13
+    assert found["cola"] == f"cola:{suite_root / 'cola'}:{suite_root / 'pictures'}"
+    for folder in missing:
+        assert f"not found: {suite_root / folder}/" in said
+    assert "github.com/RAIVNLab/sugar-crepe" in said and "docs/benchmarks.md#vismin" in said
+    res = _results(out)
+    assert {r["benchmark"]["name"] for r in res} == {*benchmarks.suite_folders()["aro"], "winoground",
+                                                      "naturalbench", "crepe", "cola"}
+    # each benchmark's score: its declared suite score; ARO's the mean of its four; the average theirs
+    score = {r["benchmark"]["name"]: benchmarks.summary(r["benchmark"]["name"]).suite_score(r["metrics"]) for r in res}
+    per = {"aro": sum(score[n] for n in benchmarks.suite_folders()["aro"]) / 4,
+           **{n: score[n] for n in PRESENT if n != "aro"}}
+    assert score["cola"] == pytest.approx((next(r for r in res if r["benchmark"]["name"] == "cola")["metrics"]
+                                           ["multiobj/image"] + next(r for r in res if r["benchmark"]["name"] == "cola")
+                                           ["metrics"]["macro/mAP_official"]) / 2)
+    head, rows, note = suite_table([("m", "global", r, None) for r in res])
+    table = {row[0]: row[2][0] for row in rows}
+    for name, v in per.items():
+        assert table[name] == pytest.approx(v)
+    assert table["suite average"] == pytest.approx(sum(per.values()) / 5)
+    assert "5 of the suite's 18" in note and "not comparable" in note and "vismin" in note
+    assert "suite average" in said and "not comparable" in said.replace("\n", " ")
+    report = (out / "report" / "report.md").read_text()
+    assert "## The compositionality suite (%)" in report and "## cola" in report
+
+
+def test_a_second_run_reuses_every_cell(suite_root, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["suite", "--root", str(suite_root), "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    stamps = {f.name: f.stat().st_mtime_ns for f in (out / "results").iterdir()}
+    assert main(args) == 0
+    assert {f.name: f.stat().st_mtime_ns for f in (out / "results").iterdir()} == stamps
+    plan = (out / "plan.toml").read_text()
+    assert '"builtin" = "builtin"' in plan and f'"winoground" = "winoground:{suite_root / "winoground"}"' in plan
+
+
+def test_suite_takes_several_protocols(suite_root, tmp_path, capsys):
+    root = tmp_path / "root"
+    shutil.copytree(suite_root / "winoground", root / "winoground")
+    out = tmp_path / "run"
+    assert main(["suite", "--root", str(root), "--out", str(out), "--protocol", "global", "--protocol", "sgi",
+                 "--quiet"]) == 0
+    said = capsys.readouterr().out
+    assert {r["protocol"] for r in _results(out)} == {"global", "sgi"}
+    assert "builtin · sgi" in said and "17 are missing" not in said
+
+
+def test_a_protocol_that_cannot_apply_says_so_in_its_cell():
+    res = {"benchmark": {"name": "winoground"}, "metrics": {"all/group": 0.5}}
+    head, rows, _ = suite_table([("m", "global", res, None)], (("winoground", "global", "global protocol only"),))
+    assert rows[0][2][0] == 0.5
+    res2 = {"benchmark": {"name": "naturalbench"}, "metrics": {"all/group": 0.25}}
+    head, rows, _ = suite_table([("m", "global", res, None), ("m", "sgi", res2, None)],
+                                (("winoground", "sgi", "global protocol only"),))
+    assert head[2:] == ["m · global", "m · sgi"]
+    wino = next(r for r in rows if r[0] == "winoground")
+    assert wino[3] == ("n/a: global protocol only", None, None)
+    assert next(r for r in rows if r[0] == "suite average")[3][0] == 0.25  # the average of what it has
+
+
+@pytest.mark.parametrize("toml, said", [
+    ('[suite]\nnope = "x"\n', "suite.nope: not a benchmark of the suite"),
+    ('[suite]\nwinoground = "x"\n', "suite.winoground: winoground reads its images from its own folder"),
+    ('[suite]\ncrepe = 3\n', "suite.crepe: a path string, got 3"),
+    ('crepe = "x"\n', "expected one [suite] table"),
+])
+def test_a_bad_suite_file_is_refused_by_name(toml, said, tmp_path, capsys):
+    root = tmp_path / "root"
+    (root / "winoground").mkdir(parents=True)
+    (root / "suite.toml").write_text(toml)
+    assert main(["suite", "--root", str(root), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert str(root / "suite.toml") in err and said in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_root_without_any_benchmark_is_an_error(tmp_path, capsys):
+    assert main(["suite", "--root", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert "none of the suite's benchmarks found" in capsys.readouterr().err
+
+
+def test_the_plan_names_are_plan_names():
+    text = plan_text("open_clip:ViT-B-32-quickgelu@openai", {"crepe": "crepe:/d/crepe"}, ["global", "head:builtin:tflocal"])
+    assert '"open_clip-ViT-B-32-quickgelu-openai" = "open_clip:ViT-B-32-quickgelu@openai"' in text
+    assert '"head-builtin-tflocal" = "head:builtin:tflocal"' in text
