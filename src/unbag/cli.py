@@ -86,7 +86,8 @@ def _suite(a: argparse.Namespace) -> None:
 
     protocols = a.protocol or ["global"]
     results, missing, found = run_suite(a.model, a.root, protocols, a.out, progress=not a.quiet,
-                                        device=a.device or default_device(), precision=a.precision)
+                                        device=a.device or default_device(), precision=a.precision,
+                                        outside=a.images_outside_root)
     if dist.rank() != 0:
         return
     print_matrix(results)  # each benchmark's own table, in its official columns
@@ -423,6 +424,8 @@ def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParse
     su.add_argument("--out", default="unbag-suite", help="run folder (default: unbag-suite); a rerun reuses "
                     "its finished cells")
     su.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16")
+    su.add_argument("--images-outside-root", action="store_true", help="read images that lie outside their "
+                    "benchmark's folder and image root (links included); the results record it")
     su.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     su.add_argument("--quiet", action="store_true")
     su.set_defaults(fn=_suite)

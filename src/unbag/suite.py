@@ -83,14 +83,16 @@ def find(root: str | os.PathLike) -> tuple[dict[str, str], list[str]]:
     return found, missing
 
 
-def plan_text(model: str, found: dict[str, str], protocols: list[str], precision: str = "auto") -> str:
-    """The TOML plan of one model x the benchmarks found x the protocols."""
+def plan_text(model: str, found: dict[str, str], protocols: list[str], precision: str = "auto",
+              outside: bool = False) -> str:
+    """The TOML plan of one model x the benchmarks found x the protocols (`outside`: images may
+    lie outside their benchmark's folders, as `unbag eval --images-outside-root`)."""
     q = json.dumps  # a JSON string is a TOML basic string
     names = {name_of(p): p for p in protocols}
     if len(names) != len(protocols):
         raise UnbagError(f"--protocol: two of {', '.join(protocols)} would share a name; give each once")
     lines = ["# written by `unbag suite`: one model x the suite's benchmarks found x the protocols",
-             f"precision = {q(precision)}", "", "[models]", f"{q(name_of(model))} = {q(model)}", "", "[benchmarks]"]
+             f"precision = {q(precision)}", f"images_outside_root = {str(outside).lower()}", "", "[models]", f"{q(name_of(model))} = {q(model)}", "", "[benchmarks]"]
     lines += [f"{q(n)} = {q(spec)}" for n, spec in found.items()]
     lines += ["", "[protocols]"] + [f"{q(n)} = {q(p)}" for n, p in names.items()]
     return "\n".join(lines) + "\n"
@@ -104,8 +106,8 @@ def not_applicable(found: dict[str, str], protocols: list[str]) -> list[tuple[st
 
 
 def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: str | os.PathLike,
-              progress: bool = True, device: str = "cpu", precision: str = "auto"
-              ) -> tuple[list[dict], list[str], dict[str, str]]:
+              progress: bool = True, device: str = "cpu", precision: str = "auto",
+              outside: bool = False) -> tuple[list[dict], list[str], dict[str, str]]:
     """Score every suite benchmark under `root`; return the cells' results, the folders absent and
     the specs found."""
     from . import dist
@@ -115,7 +117,7 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
     if not found:
         raise UnbagError(f"{root}: none of the suite's benchmarks found (looked for the folders "
                          f"{', '.join(missing)}; docs/benchmarks.md)")
-    text = plan_text(model, found, protocols, precision)
+    text = plan_text(model, found, protocols, precision, outside)
     rank, _, device = dist.init(device)  # under torchrun: each rank scores a slice of every benchmark
     dest = Path(os.path.expanduser(out))
     if rank == 0:

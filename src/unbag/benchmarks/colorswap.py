@@ -62,7 +62,7 @@ def load(root: str | Path) -> Benchmark:
     return Benchmark("colorswap", f"colorswap:{root}", unique_ids(items, str(f)), info)
 
 
-RELEASE = "huggingface.co/datasets/stanfordnlp/colorswap"  # where to download it
+RELEASE = "github.com/Top34051/colorswap (the data/ archive its README links: test.json, images.zip)"  # where to download it
 BENCHMARKS = {
     "colorswap": Kind("colorswap:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="colorswap", release=RELEASE,
                       summary=Summary(("all/group", "all/text", "all/image", "*/group"), "all/group")),
