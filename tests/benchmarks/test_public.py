@@ -249,6 +249,17 @@ def test_a_shipped_head_scores_a_public_benchmark(winoground_dir, sugarcrepe_dir
         assert res["config"]["options"]["backbone"] == "builtin" and items
 
 
+@pytest.mark.parametrize("name", [n for n, k in benchmarks.BENCHMARKS.items() if k.suite])
+@pytest.mark.slow
+def test_a_shipped_head_scores_every_suite_benchmark(name, request, tmp_path):
+    from unbag.heads.shipped import shipped_head
+
+    spec = FIXTURES[name](request.getfixturevalue)
+    res, items = _run(spec, tmp_path, protocol=shipped_head("head:builtin:tflocal", "builtin"))
+    assert res["protocol"].startswith("head:") and len(items) == res["n_items"] > 0
+    assert res["metrics"] and all(0.0 <= v <= 1.0 for v in res["metrics"].values())
+
+
 @pytest.mark.parametrize("name, fixture, sub", [("sugarcrepe", "sugarcrepe_dir", "val2017"),
                                                 ("sugarcrepe++", "sugarcrepe_pp_dir", "images"),
                                                 ("valse", "valse_dir", "images")])
