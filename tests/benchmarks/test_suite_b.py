@@ -236,3 +236,20 @@ def test_cola_multiobj_and_single_object_map(cola_dir, tmp_path):
 def test_a_missing_release_names_what_it_looked_for(name, tmp_path):
     with pytest.raises(UnbagError, match=str(tmp_path)):
         benchmarks.load(f"{name}:{tmp_path}")
+
+
+@pytest.mark.parametrize("name, fixture, top", [
+    ("whatsup", "whatsup_dir", "data"), ("colorswap", "colorswap_dir", "data"), ("mmvp-vlm", "mmvp_vlm_dir", "MMVP_VLM"),
+    ("naturalbench", "naturalbench_dir", "NaturalBench-Retrieval"), ("cola", "cola_dir", "data"),
+    ("crepe", "crepe_dir", "data"), ("imagecode", "imagecode_dir", "data")])
+def test_a_release_unpacked_with_its_top_folder_reads_the_same(name, fixture, top, request, tmp_path):
+    import shutil
+    import warnings
+
+    src = request.getfixturevalue(fixture)
+    shutil.copytree(src, tmp_path / "dl" / top)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fixtures' planted missing files
+        a, b = benchmarks.load(f"{name}:{src}"), benchmarks.load(f"{name}:{tmp_path / 'dl'}")
+    assert [it.id for it in a.items] == [it.id for it in b.items] and b.spec == f"{name}:{tmp_path / 'dl'}"
+    assert [it.captions for it in a.items] == [it.captions for it in b.items]

@@ -22,7 +22,7 @@ import torch
 
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
-from .common import Dropped, first_file, read_json, unique_ids
+from .common import Dropped, first_file, read_json, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import average_precision, winoground
 
@@ -97,7 +97,7 @@ def _single(f: Path, subset: str, images: Path, dropped: Dropped, skipped: dict)
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """COLA's multi-object pairs and single-object classes, each file present."""
-    root = Path(root)
+    root = release_dir(Path(root), (MULTI, *SINGLE.values()), ("data",))  # the repo's data/, or the repo
     images = Path(image_root) if image_root else root / "images"
     if image_root and not images.is_dir():
         raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of cola:DIR:IMAGE_ROOT)")
@@ -113,7 +113,9 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
         if subset not in missing:
             items += _multi(f, images, dropped) if subset == "multiobj" else _single(f, subset, images, dropped, skipped)
     info = dropped.record({"missing_subsets": missing, "skipped_no_positive": skipped, "notes": [
-        "multiobj/image is the official accuracy (Winoground's image score, strict)", "mAP_official: torchmetrics' AP "
+        "multiobj/image is the official accuracy (Winoground's image score, strict)", "the single-object files are "
+        "read as {labels, data} or [labels, data], entries as [image, (annotation), label, hard_list]: the public "
+        "copy could not be checked, the reading follows scripts/eval.py", "mAP_official: torchmetrics' AP "
         "(tied scores share a threshold); mAP: tied negatives ranked first"]})
     return Benchmark("cola", f"cola:{root}", unique_ids(items, str(root)), info, metric=metric)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, zip_ref
-from .common import Dropped, need, need_text, read_json, unique_ids
+from .common import Dropped, need, need_text, read_json, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 
 
@@ -39,7 +39,7 @@ def _images(root: Path):
 
 def load(root: str | Path) -> Benchmark:
     """ColorSwap's test split."""
-    root = Path(root)
+    root = release_dir(Path(root), ("test.json",), ("data",))  # the archive's data/ folder, or what it holds
     f = root / "test.json"
     data = read_json(f)
     if isinstance(data, dict) and isinstance(data.get("data"), list):

@@ -134,6 +134,14 @@ class Dropped:
         return info
 
 
+def release_dir(root: Path, markers: tuple[str, ...], tops: tuple[str, ...]) -> Path:
+    """Where a release's files lie: `root`, or the first top folder `root/TOP` holding one of
+    `markers` (a download unpacked with its top folder; without one, `root` itself)."""
+    if any((root / m).exists() for m in markers):
+        return root
+    return next((root / t for t in tops if any((root / t / m).exists() for m in markers)), root)
+
+
 def first_file(*paths: Path) -> Path | None:
     """The first of `paths` that is a file."""
     return next((p for p in paths if p.is_file()), None)

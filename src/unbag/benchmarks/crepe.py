@@ -21,7 +21,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
-from .common import Dropped, images_at, unique_ids
+from .common import Dropped, images_at, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import recall_at
 
@@ -87,7 +87,7 @@ def _read(f: Path, images: Path, subsets: list[tuple[str, str]], dropped: Droppe
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """Every productivity and systematicity file present."""
-    root = Path(root)
+    root = release_dir(Path(root), ("prod_hard_negatives", "syst_hard_negatives"), ("data",))
     images = images_at(root, image_root) if image_root else root
     files = []
     for f in sorted((root / "prod_hard_negatives").glob("*/*.csv")) if (root / "prod_hard_negatives").is_dir() else []:
@@ -107,7 +107,10 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
         items += _read(f, images, subsets, dropped)
     info = dropped.record({"notes": [
         "R@k_official: the stable descending sort of crepe_eval_utils.py (the caption first among ties); R@k: "
-        "tied negatives rank above the caption", "productivity rows have 6 candidates, so R@10 is always 1 there"]})
+        "tied negatives rank above the caption", "productivity rows have 6 candidates, so R@10 is always 1 there",
+        "systematicity files: only the columns the official code reads (image_id, caption, box, "
+        "valid_hard_negs_{atom,comp,combined}) are used; their full layout could not be checked", "a set literal's "
+        "negatives are read sorted (a set has no order)"]})
     return Benchmark("crepe", f"crepe:{root}", unique_ids(items, str(root)), info, metric=metric)
 
 

@@ -73,7 +73,12 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
         paths = [_image(images, p) for p in img]
         if dropped.present(subset, *paths):
             items.append(Item(f"{subset}-{cnt}", [str(p) for p in paths], cap, {"subset": subset}, source=where))
-    return Benchmark("eqben", f"eqben:{root}", unique_ids(items, str(f)), dropped.record({}))
+    info = dropped.record({"notes": [
+        "text, image, group: strict '>', as eqben_acc.py cal_wino_score (no official tie rule differs)",
+        "samples grouped by private_info (dataset, sample_cnt) and name c<caption>i<image>: the record format is read "
+        "from the official local scorer and third-party readers, not from a published schema",
+        "an annotated .png missing on disk is read as the light release's .jpg; .npy frames are BGR arrays"]})
+    return Benchmark("eqben", f"eqben:{root}", unique_ids(items, str(f)), info)
 
 
 RELEASE = "github.com/Wangt-CN/EqBen (annotation and image downloads in its README)"  # where to download it

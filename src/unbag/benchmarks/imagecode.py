@@ -17,7 +17,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, read_json, unique_ids
+from .common import Dropped, read_json, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import choose, labels_of
 
@@ -31,7 +31,7 @@ def metric(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """ImageCoDe's validation descriptions."""
-    root = Path(root)
+    root = release_dir(Path(root), ("valid_data.json",), ("data",))  # the repo's data/, or the repo
     if image_root:
         images = Path(image_root)
         if not images.is_dir():
@@ -62,7 +62,9 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
             items.append(Item(f"{name}-{pos}", [str(p) for p in frames], [text.strip()], {"subset": subset},
                               meta={"label": int(pos)}, source=where))
     info = dropped.record({"notes": ["acc_official: the first of the best-scoring images, as zero_shot.py's "
-                                     "argsort; acc: strict", "a set whose folder lacks its ten images is left out"]})
+                                     "argsort; acc: strict", "a set whose folder lacks its ten images is left out",
+                                     "image sets read from IMAGE_ROOT/image-sets/<set>/ or IMAGE_ROOT/<set>/ (whether "
+                                     "the archive has a top folder could not be checked)"]})
     return Benchmark("imagecode", f"imagecode:{root}", unique_ids(items, str(f)), info, metric=metric)
 
 

@@ -20,7 +20,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, unique_ids
+from .common import Dropped, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import winoground
 
@@ -39,7 +39,7 @@ def metric(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
 
 def load(root: str | Path) -> Benchmark:
     """MMVP-VLM's 135 pairs."""
-    root = Path(root)
+    root = release_dir(Path(root), ("Questions.csv",), ("MMVP_VLM",))  # the dataset's folder, or a clone holding it
     f = root / "Questions.csv"
     if not f.is_file():
         raise UnbagError(f"{f}: file not found (see docs/benchmarks.md for the expected layout)")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, need, need_text, read_json, unique_ids
+from .common import Dropped, need, need_text, read_json, release_dir, unique_ids
 from .kinds import PHOTO_SGI, TWO_BY_TWO, Kind
 
 
 def load(root: str | Path) -> Benchmark:
     """NaturalBench-Retrieval's pairs."""
-    root = Path(root)
+    root = release_dir(Path(root), ("metadata.json",), ("NaturalBench-Retrieval",))  # the zip's folder, or above it
     f = root / "metadata.json"
     data = read_json(f)
     if not isinstance(data, list):
@@ -37,7 +37,8 @@ def load(root: str | Path) -> Benchmark:
         if dropped.present("all", *paths):
             items.append(Item(f"naturalbench-{n}", [str(p) for p in paths], [ex["caption_0"], ex["caption_1"]],
                               {"subset": "all"}, source=where))
-    return Benchmark("naturalbench", f"naturalbench:{root}", unique_ids(items, str(f)), dropped.record({}))
+    info = dropped.record({"notes": ["text, image, group: strict '>', micro, as t2v_metrics get_winoground_acc"]})
+    return Benchmark("naturalbench", f"naturalbench:{root}", unique_ids(items, str(f)), info)
 
 
 RELEASE = "github.com/Baiqi-Li/NaturalBench (the NaturalBench-Retrieval download)"  # where to download it

@@ -21,7 +21,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, missing_subsets, need, need_text, read_json, unique_ids
+from .common import Dropped, missing_subsets, need, need_text, read_json, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import first_caption
 
@@ -114,7 +114,7 @@ def breakdown(per_item: dict[str, torch.Tensor], items: list[Item]) -> dict[str,
 
 def load(root: str | Path) -> Benchmark:
     """What'sUp from whatsup_vlms' data folder: every subset whose JSON is present."""
-    root = Path(root)
+    root = release_dir(Path(root), tuple(FILES.values()), ("data",))  # the repo itself, or its data/
     wanted = {s: root / f for s, f in FILES.items()}
     gone = missing_subsets(f"whatsup:{root}", wanted)
     if len(gone) == len(wanted):
