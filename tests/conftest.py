@@ -11,6 +11,18 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 
+@pytest.fixture
+def run_global(tmp_path):
+    """Score a benchmark spec with the built-in model's global protocol: (results, its per-item records)."""
+    from unbag.evaluation import evaluate
+
+    def run(spec: str):
+        out = tmp_path / "r.json"
+        res = evaluate("builtin", spec, "global", out=str(out), progress=False)
+        return res, [json.loads(x) for x in out.with_suffix(".items.jsonl").read_text().splitlines()]
+    return run
+
+
 @pytest.fixture(scope="session")
 def tiny_bench(tmp_path_factory):
     """A small flat-world ctrl benchmark on disk (3 items per category and split; flat whatever the

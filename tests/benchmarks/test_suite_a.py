@@ -1,33 +1,21 @@
 """What'sUp, VL-CheckList, SPEC, ColorSwap, VisMin and MMVP-VLM in their official layouts: every
 metric recomputed by hand from the per-item scores, planted ties scored by both rules."""
-import json
+from statistics import fmean
 
 import pytest
 
 from unbag import benchmarks
 from unbag.errors import UnbagError
-from unbag.evaluation import evaluate
 
-MODEL = "builtin"
-
-
-def _run(spec, tmp_path):
-    out = tmp_path / "r.json"
-    res = evaluate(MODEL, spec, "global", out=str(out), progress=False)
-    return res, [json.loads(x) for x in out.with_suffix(".items.jsonl").read_text().splitlines()]
-
-
-def _mean(xs):
-    return sum(xs) / len(xs)
 
 
 def _argmax(row):
     return max(range(len(row)), key=lambda k: (row[k], -k))  # the first of equal maxima
 
 
-def test_whatsup_acc_pairs_sets_and_groups(whatsup_dir, tmp_path):
+def test_whatsup_acc_pairs_sets_and_groups(whatsup_dir, tmp_path, run_global):
     with pytest.warns(UserWarning) as got:
-        res, items = _run(f"whatsup:{whatsup_dir}", tmp_path)
+        res, items = run_global(f"whatsup:{whatsup_dir}")
     said = " ".join(str(w.message) for w in got)
     assert "coco_qa_two_obj.json" in said and "dropped_missing_image" in said
     assert res["benchmark"]["dropped_missing_image"] == {"vg_qa_two": 1}
@@ -39,8 +27,8 @@ def test_whatsup_acc_pairs_sets_and_groups(whatsup_dir, tmp_path):
     assert tied["acc"] == 0.0 and tied["acc_official"] == 1.0 and "acc" in tied["ties"]
     for s in ("controlled_a", "controlled_b", "coco_qa_one", "vg_qa_two"):
         ids = [it["id"] for it in items if it["subset"] == s]
-        assert m[f"{s}/acc"] == pytest.approx(_mean([right[i] for i in ids]))
-        assert m[f"{s}/acc_official"] == pytest.approx(_mean([official[i] for i in ids]))
+        assert m[f"{s}/acc"] == pytest.approx(fmean([right[i] for i in ids]))
+        assert m[f"{s}/acc_official"] == pytest.approx(fmean([official[i] for i in ids]))
     # Controlled A: items 0-3 are mug/table on, under, left_of, right_of; 4-7 beer-bottle/armchair
     for rule, r in (("", right), ("_official", official)):
         a = [r[f"controlled_a-{k}"] for k in range(8)]
@@ -55,9 +43,9 @@ def test_whatsup_acc_pairs_sets_and_groups(whatsup_dir, tmp_path):
     assert "group=coco_spatial/acc" not in m  # one of its two subsets is absent
 
 
-def test_vl_checklist_categories_by_source_then_file(vl_checklist_dir, tmp_path):
+def test_vl_checklist_categories_by_source_then_file(vl_checklist_dir, tmp_path, run_global):
     with pytest.warns(UserWarning, match="dropped_missing_image"):
-        res, items = _run(f"vl-checklist:{vl_checklist_dir}", tmp_path)
+        res, items = run_global(f"vl-checklist:{vl_checklist_dir}")
     m = res["metrics"]
     assert res["benchmark"]["dropped_missing_image"] == {"Relation_spatial_vg": 1}
     acc = {}
@@ -67,19 +55,19 @@ def test_vl_checklist_categories_by_source_then_file(vl_checklist_dir, tmp_path)
     assert set(acc) == {"Attribute_color_vg", "Attribute_color_vaw", "Relation_spatial_vg", "Object_Size_large_swig_agent"}
     assert next(it for it in items if it["id"] == "Attribute_color_vg-1")["ties"] == ["acc"]
     for s, v in acc.items():
-        assert m[f"{s}/acc"] == pytest.approx(_mean(v))
-    color = (_mean(acc["Attribute_color_vg"]) + _mean(acc["Attribute_color_vaw"])) / 2
+        assert m[f"{s}/acc"] == pytest.approx(fmean(v))
+    color = (fmean(acc["Attribute_color_vg"]) + fmean(acc["Attribute_color_vaw"])) / 2
     assert m["category=color/acc"] == pytest.approx(color) and m["aspect=Attribute/acc"] == pytest.approx(color)
-    assert m["aspect=Relation/acc"] == pytest.approx(_mean(acc["Relation_spatial_vg"]))
-    assert m["aspect=Object/acc"] == pytest.approx(_mean(acc["Object_Size_large_swig_agent"]))
+    assert m["aspect=Relation/acc"] == pytest.approx(fmean(acc["Relation_spatial_vg"]))
+    assert m["aspect=Object/acc"] == pytest.approx(fmean(acc["Object_Size_large_swig_agent"]))
     assert m["aspect=mean/acc"] == pytest.approx((color + m["aspect=Relation/acc"] + m["aspect=Object/acc"]) / 3)
     capped = benchmarks.BENCHMARKS["vl-checklist"]  # the official cap, from Python
     from unbag.benchmarks.vl_checklist import load
     assert len(load(vl_checklist_dir, cap=1).items) == 4 and capped.suite == "vl-checklist"
 
 
-def test_spec_both_directions_with_ties_before_and_after_the_label(spec_dir, tmp_path):
-    res, items = _run(f"spec:{spec_dir}", tmp_path)
+def test_spec_both_directions_with_ties_before_and_after_the_label(spec_dir, tmp_path, run_global):
+    res, items = run_global(f"spec:{spec_dir}")
     m = res["metrics"]
     by = {it["id"]: it for it in items}
     # a tie with an earlier key is wrong both ways; with a later one, right for argmax if nothing beats it
@@ -98,8 +86,8 @@ def test_spec_both_directions_with_ties_before_and_after_the_label(spec_dir, tmp
             if not rows:
                 assert f"{s}/{d}" not in m
                 continue
-            assert m[f"{s}/{d}_official"] == pytest.approx(_mean([float(_argmax(r) == lab) for r, lab in rows]))
-            assert m[f"{s}/{d}"] == pytest.approx(_mean([float(all(r[lab] > x for k, x in enumerate(r) if k != lab))
+            assert m[f"{s}/{d}_official"] == pytest.approx(fmean([float(_argmax(r) == lab) for r, lab in rows]))
+            assert m[f"{s}/{d}"] == pytest.approx(fmean([float(all(r[lab] > x for k, x in enumerate(r) if k != lab))
                                                         for r, lab in rows]))
     assert m["macro/i2t_official"] == pytest.approx((m["absolute_size/i2t_official"] + m["count/i2t_official"]) / 2)
     assert "macro/t2i" not in m  # one subset has text-to-image items: no mean over subsets
@@ -111,26 +99,26 @@ def _wino(s):
     return float(text), float(image), float(text and image)
 
 
-def test_colorswap_reads_the_zip_in_place(colorswap_dir, tmp_path):
-    res, items = _run(f"colorswap:{colorswap_dir}", tmp_path)
+def test_colorswap_reads_the_zip_in_place(colorswap_dir, tmp_path, run_global):
+    res, items = run_global(f"colorswap:{colorswap_dir}")
     assert res["benchmark"]["images"] == "images.zip" and len(items) == 3
     got = [_wino(it["scores"]) for it in items]
     for k, name in enumerate(("text", "image", "group")):
-        assert res["metrics"][f"all/{name}"] == pytest.approx(_mean([g[k] for g in got]))
+        assert res["metrics"][f"all/{name}"] == pytest.approx(fmean([g[k] for g in got]))
     tied = next(it for it in items if it["id"] == "colorswap-989")
     assert tied["image"] == 0.0 and "image" in tied["ties"]
-    assert res["metrics"]["midjourney/group"] == pytest.approx(_mean([g[2] for g, it in zip(got, items)
+    assert res["metrics"]["midjourney/group"] == pytest.approx(fmean([g[2] for g, it in zip(got, items)
                                                                      if it["subset"] == "midjourney"]))
 
 
-def test_vismin_from_arrow_shards_and_the_solution_file(vismin_dir, tmp_path):
-    res, items = _run(f"vismin:{vismin_dir}", tmp_path)
+def test_vismin_from_arrow_shards_and_the_solution_file(vismin_dir, tmp_path, run_global):
+    res, items = run_global(f"vismin:{vismin_dir}")
     assert [it["id"] for it in items] == ["vismin-v0", "vismin-v1", "vismin-v2"]
     got = {it["id"]: _wino(it["scores"]) for it in items}
     for k, name in enumerate(("text", "image", "group")):
         counting = [got["vismin-v0"][k], got["vismin-v2"][k]]
-        assert res["metrics"][f"counting/{name}"] == pytest.approx(_mean(counting))
-        assert res["metrics"][f"macro/{name}"] == pytest.approx((_mean(counting) + got["vismin-v1"][k]) / 2)
+        assert res["metrics"][f"counting/{name}"] == pytest.approx(fmean(counting))
+        assert res["metrics"][f"macro/{name}"] == pytest.approx((fmean(counting) + got["vismin-v1"][k]) / 2)
     assert "image" in items[2]["ties"]
     bad = tmp_path / "kit"
     import shutil
@@ -143,7 +131,7 @@ def test_vismin_from_arrow_shards_and_the_solution_file(vismin_dir, tmp_path):
         benchmarks.load(f"vismin:{bad}")
 
 
-def test_mmvp_official_image_score_is_asymmetric(mmvp_vlm_dir, tmp_path):
+def test_mmvp_official_image_score_is_asymmetric(mmvp_vlm_dir, tmp_path, run_global):
     import torch
 
     from unbag.benchmarks.mmvp_vlm import metric
@@ -152,10 +140,10 @@ def test_mmvp_official_image_score_is_asymmetric(mmvp_vlm_dir, tmp_path):
                       [[0.5, 0.1], [0.1, 0.6]]])   # clear
     m = metric(s, [None] * 3)
     assert m["image_official"].tolist() == [1.0, 0.0, 1.0] and m["image"].tolist() == [0.0, 0.0, 1.0]
-    res, items = _run(f"mmvp-vlm:{mmvp_vlm_dir}", tmp_path)
+    res, items = run_global(f"mmvp-vlm:{mmvp_vlm_dir}")
     b = benchmarks.load(f"mmvp-vlm:{mmvp_vlm_dir}")
     assert b.items[0].captions[0] == "a photo of the dog is facing left"
     assert {it["subset"] for it in items} == {"orientation", "camera_perspective", "color"}
     assert "image" in next(it for it in items if it["subset"] == "color")["ties"]
     per = [float(it["scores"][0][0] > it["scores"][1][0] and it["scores"][1][1] >= it["scores"][0][1]) for it in items]
-    assert res["metrics"]["macro/image_official"] == pytest.approx(_mean(per))
+    assert res["metrics"]["macro/image_official"] == pytest.approx(fmean(per))

@@ -2,6 +2,7 @@
 and the item-shape metrics they share: every number recomputed by hand from the per-item scores,
 planted ties scored by both rules."""
 import json
+from statistics import fmean
 
 import pytest
 import torch
@@ -9,19 +10,7 @@ import torch
 from unbag import benchmarks
 from unbag.benchmarks import shapes
 from unbag.errors import UnbagError
-from unbag.evaluation import evaluate
 
-MODEL = "builtin"
-
-
-def _run(spec, tmp_path):
-    out = tmp_path / "r.json"
-    res = evaluate(MODEL, spec, "global", out=str(out), progress=False)
-    return res, [json.loads(x) for x in out.with_suffix(".items.jsonl").read_text().splitlines()]
-
-
-def _mean(xs):
-    return sum(xs) / len(xs)
 
 
 def _wino(s):
@@ -90,12 +79,12 @@ def test_average_precision_strict_and_with_shared_thresholds():
 
 # -- the benchmarks ------------------------------------------------------------------------------
 
-def test_crepe_recall_from_the_ranks_both_rules(crepe_dir, tmp_path):
+def test_crepe_recall_from_the_ranks_both_rules(crepe_dir, tmp_path, run_global):
     b = benchmarks.load(f"crepe:{crepe_dir}")
     assert b.info["dropped_missing_image"] == {"prod-swap-4": 1}
     first = next(it for it in b.items if it.group["subset"] == "prod-swap-4" and it.captions[0].startswith("red cube"))
     assert first.captions[1:] == sorted(first.captions[1:])  # a set literal, sorted
-    res, items = _run(f"crepe:{crepe_dir}", tmp_path)
+    res, items = run_global(f"crepe:{crepe_dir}")
     m = res["metrics"]
     assert {it["subset"] for it in items} == {"prod-swap-4", "prod-negate-5", "syst-laion-seen-atom",
                                                "syst-laion-seen-comp", "syst-laion-seen-combined"}
@@ -110,10 +99,10 @@ def test_crepe_recall_from_the_ranks_both_rules(crepe_dir, tmp_path):
             assert it[f"R@{k}"] == float(strict < k) and it[f"R@{k}_official"] == float(stable < k)
     for k in (1, 3):
         for rule in ("", "_official"):
-            assert m[f"all/R@{k}{rule}"] == pytest.approx(_mean([it[f"R@{k}{rule}"] for it in items]))
+            assert m[f"all/R@{k}{rule}"] == pytest.approx(fmean([it[f"R@{k}{rule}"] for it in items]))
             subs = sorted({it["subset"] for it in items})
             assert m[f"macro/R@{k}{rule}"] == pytest.approx(
-                _mean([_mean([it[f"R@{k}{rule}"] for it in items if it["subset"] == s]) for s in subs]))
+                fmean([fmean([it[f"R@{k}{rule}"] for it in items if it["subset"] == s]) for s in subs]))
 
 
 def test_crepe_names_a_bad_negatives_cell(crepe_dir, tmp_path):
@@ -126,8 +115,8 @@ def test_crepe_names_a_bad_negatives_cell(crepe_dir, tmp_path):
         benchmarks.load(f"crepe:{root}")
 
 
-def test_eqben_samples_from_shuffled_records(eqben_dir, tmp_path):
-    res, items = _run(f"eqben:{eqben_dir}", tmp_path)
+def test_eqben_samples_from_shuffled_records(eqben_dir, tmp_path, run_global):
+    res, items = run_global(f"eqben:{eqben_dir}")
     assert [it["id"] for it in items] == ["eqbenkubric_cnt-18", "eqbenkubric_cnt-19", "eqbenyoucook2-40"]
     npy = next(it for it in items if it["subset"] == "eqbenyoucook2")
     assert _wino(npy["scores"]) == {"text": 0.0, "image": 0.0, "group": 0.0}  # its two frames are one
@@ -135,9 +124,9 @@ def test_eqben_samples_from_shuffled_records(eqben_dir, tmp_path):
     for it in items:
         assert {k: it[k] for k in ("text", "image", "group")} == _wino(it["scores"])
     for key in ("text", "image", "group"):
-        per = {s: _mean([it[key] for it in items if it["subset"] == s]) for s in ("eqbenkubric_cnt", "eqbenyoucook2")}
+        per = {s: fmean([it[key] for it in items if it["subset"] == s]) for s in ("eqbenkubric_cnt", "eqbenyoucook2")}
         assert m[f"eqbenkubric_cnt/{key}"] == pytest.approx(per["eqbenkubric_cnt"])
-        assert m[f"macro/{key}"] == pytest.approx(_mean(list(per.values())))
+        assert m[f"macro/{key}"] == pytest.approx(fmean(list(per.values())))
         assert f"{key}_official" not in " ".join(m)  # the official rule is unbag's
 
 
@@ -153,12 +142,12 @@ def test_eqben_refuses_a_sample_missing_a_pairing(eqben_dir, tmp_path):
         benchmarks.load(f"eqben:{root}")
 
 
-def test_imagecode_orders_frames_numerically_and_ties_count_both_ways(imagecode_dir, tmp_path):
+def test_imagecode_orders_frames_numerically_and_ties_count_both_ways(imagecode_dir, tmp_path, run_global):
     b = benchmarks.load(f"imagecode:{imagecode_dir}")
     video = next(it for it in b.items if it.id == "video-set_1-3")
     assert [p.rsplit("img", 1)[1] for p in video.images] == [f"{x}.jpg" for x in (2, 3, 7, 9, 12, 25, 45, 60, 80, 100)]
     assert b.info["dropped_missing_image"] == {"video": 1}
-    res, items = _run(f"imagecode:{imagecode_dir}", tmp_path)
+    res, items = run_global(f"imagecode:{imagecode_dir}")
     for it in items:
         col = [row[0] for row in it["scores"]]
         label = {"video-set_1-3": 3, "video-set_1-0": 0, "open-images-1_ab-4": 4}[it["id"]]
@@ -167,32 +156,32 @@ def test_imagecode_orders_frames_numerically_and_ties_count_both_ways(imagecode_
     static = next(it for it in items if it["subset"] == "static")
     assert static["acc"] == 0.0 and "acc" in static["ties"]  # its target's twin is image 8
     m = res["metrics"]
-    assert m["all/acc_official"] == pytest.approx(_mean([it["acc_official"] for it in items]))
-    assert m["video/acc"] == pytest.approx(_mean([it["acc"] for it in items if it["subset"] == "video"]))
+    assert m["all/acc_official"] == pytest.approx(fmean([it["acc_official"] for it in items]))
+    assert m["video/acc"] == pytest.approx(fmean([it["acc"] for it in items if it["subset"] == "video"]))
 
 
-def test_svo_probes_pairs_per_negated_part(svo_probes_dir, tmp_path):
+def test_svo_probes_pairs_per_negated_part(svo_probes_dir, tmp_path, run_global):
     b = benchmarks.load(f"svo-probes:{svo_probes_dir}")
     assert b.info["excluded_multi"] == 1 and b.info["dropped_missing_image"] == {"verb": 1}
-    res, items = _run(f"svo-probes:{svo_probes_dir}", tmp_path)
+    res, items = run_global(f"svo-probes:{svo_probes_dir}")
     assert {it["subset"]: it["id"] for it in items} == {"subj": "svo-0", "verb": "svo-1", "obj": "svo-2"}
     for it in items:
         assert it["pair"] == float(it["scores"][0][0] > it["scores"][1][0])
     assert next(it for it in items if it["subset"] == "obj")["pair"] == 0.0  # its two images are one picture
     m = res["metrics"]
-    assert m["macro/pair"] == pytest.approx(_mean([it["pair"] for it in items]))
+    assert m["macro/pair"] == pytest.approx(fmean([it["pair"] for it in items]))
     assert not any(k.endswith("_official") for k in m)
     assert any("0/1 match decisions" in n for n in res["benchmark"]["notes"])
 
 
-def test_naturalbench_is_winoground_on_every_pair(naturalbench_dir, tmp_path):
-    res, items = _run(f"naturalbench:{naturalbench_dir}", tmp_path)
+def test_naturalbench_is_winoground_on_every_pair(naturalbench_dir, tmp_path, run_global):
+    res, items = run_global(f"naturalbench:{naturalbench_dir}")
     assert len(items) == 3
     for it in items:
         assert {k: it[k] for k in ("text", "image", "group")} == _wino(it["scores"])
     assert items[2]["image"] == 0.0 and items[2]["text"] == 0.0  # two identical images
     for key in ("text", "image", "group"):
-        assert res["metrics"][f"all/{key}"] == pytest.approx(_mean([it[key] for it in items]))
+        assert res["metrics"][f"all/{key}"] == pytest.approx(fmean([it[key] for it in items]))
     bad = json.loads((naturalbench_dir / "metadata.json").read_text())
     bad[1]["index"] = 7
     root = naturalbench_dir.parent / "bad"
@@ -202,19 +191,19 @@ def test_naturalbench_is_winoground_on_every_pair(naturalbench_dir, tmp_path):
         benchmarks.load(f"naturalbench:{root}")
 
 
-def test_cola_multiobj_and_single_object_map(cola_dir, tmp_path):
+def test_cola_multiobj_and_single_object_map(cola_dir, tmp_path, run_global):
     skm = pytest.importorskip("sklearn.metrics")
     with pytest.warns(UserWarning, match="PACO"):
         b = benchmarks.load(f"cola:{cola_dir}")
     assert b.info["missing_subsets"] == ["single-paco"] and b.info["skipped_no_positive"] == {"single-gqa": 1}
     with pytest.warns(UserWarning):
-        res, items = _run(f"cola:{cola_dir}", tmp_path)
+        res, items = run_global(f"cola:{cola_dir}")
     multi = [it for it in items if it["subset"] == "multiobj"]
     assert len(multi) == 2
     for it in multi:
         assert it["image"] == _wino(it["scores"])["image"]
     m = res["metrics"]
-    assert m["multiobj/image"] == pytest.approx(_mean([it["image"] for it in multi]))
+    assert m["multiobj/image"] == pytest.approx(fmean([it["image"] for it in multi]))
     single = {it["id"]: it for it in items if it["subset"].startswith("single")}
     assert set(single) == {"single-gqa-0", "single-gqa-1", "single-clevr-0", "single-clevr-1", "single-clevr-2"}
     labels = {it.id: it.meta["labels"] for it in b.items if it.id in single}
@@ -223,12 +212,12 @@ def test_cola_multiobj_and_single_object_map(cola_dir, tmp_path):
         assert it["mAP_official"] == pytest.approx(skm.average_precision_score(y, s), abs=1e-5)
         order = sorted(range(len(s)), key=lambda k: (-s[k], y[k]))  # tied negatives first
         hits = [k for k in order if y[k]]
-        assert it["mAP"] == pytest.approx(_mean([(n + 1) / (order.index(k) + 1) for n, k in enumerate(hits)]), abs=1e-5)
+        assert it["mAP"] == pytest.approx(fmean([(n + 1) / (order.index(k) + 1) for n, k in enumerate(hits)]), abs=1e-5)
     clevr0 = single["single-clevr-0"]  # positives 4 and 5 tie with the negative 3
     assert clevr0["mAP"] < clevr0["mAP_official"]
     for sub in ("single-gqa", "single-clevr"):
-        assert m[f"{sub}/mAP"] == pytest.approx(_mean([it["mAP"] for i, it in single.items() if i.startswith(sub)]))
-    assert m["macro/mAP_official"] == pytest.approx(_mean([m["single-gqa/mAP_official"], m["single-clevr/mAP_official"]]))
+        assert m[f"{sub}/mAP"] == pytest.approx(fmean([it["mAP"] for i, it in single.items() if i.startswith(sub)]))
+    assert m["macro/mAP_official"] == pytest.approx(fmean([m["single-gqa/mAP_official"], m["single-clevr/mAP_official"]]))
     assert "multiobj/mAP" not in m and "single-gqa/image" not in m
 
 
