@@ -8,7 +8,6 @@ from unbag import benchmarks
 from unbag.errors import UnbagError
 
 
-
 def _argmax(row):
     return max(range(len(row)), key=lambda k: (row[k], -k))  # the first of equal maxima
 

@@ -12,7 +12,6 @@ from unbag.benchmarks import shapes
 from unbag.errors import UnbagError
 
 
-
 def _wino(s):
     """Winoground's three scores of one 2x2 record, rows images, columns captions."""
     text = s[0][0] > s[0][1] and s[1][1] > s[1][0]
