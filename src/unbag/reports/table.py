@@ -111,10 +111,12 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
     got: dict[str, dict[tuple[str, str], list]] = {}
     for m, p, res, ref in cells:
         folder = getattr(BENCHMARKS.get(res["benchmark"]["name"]), "suite", None)
-        score = summary(res["benchmark"]["name"]).suite_score(res["metrics"]) if folder else None
+        s = summary(res["benchmark"]["name"])
+        score = s.suite_score(res["metrics"]) if folder else None
         if score is not None:
+            keys = [k for k in s.suite if k in res["metrics"]] if s.suite else [s.headline(res["metrics"])]
             cols += [(m, p)] if (m, p) not in cols else []
-            got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref))
+            got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None))
     if not got:
         return None
     rows, sums = [], {c: [] for c in cols}
@@ -127,12 +129,13 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
                 gone = next((w for b, p, w in absent if b in parts and p == c[1]), None)
                 row.append(("n/a: " + gone, None, None) if gone else None)
                 continue
-            v = sum(x for x, _ in xs) / len(xs)
+            v = sum(x for x, _, _ in xs) / len(xs)
             sums[c].append(v)
-            row.append((v, xs[0][1] if len(xs) == 1 else None, "suite"))
+            one = len(xs) == 1 and xs[0][2] is not None  # one metric of one file: linked to it
+            row.append((v, xs[0][1], xs[0][2]) if one else (v, None, None))
         rows.append(row)
     rows.append(["suite average", "mean of the benchmarks above", *[
-        (sum(sums[c]) / len(sums[c]), None, "suite") if sums[c] else None for c in cols]])
+        (sum(sums[c]) / len(sums[c]), None, None) if sums[c] else None for c in cols]])
     covered = [r[0] for r in rows[:-1]]
     note = (f"Suite average: the mean of the per-benchmark scores of {len(covered)} of the suite's {len(folders)} "
             f"benchmarks ({', '.join(covered)}).")
