@@ -14,8 +14,8 @@ import torch
 
 from unbag import models
 from unbag.benchmarks.ctrl import generated
-from unbag.heads.common import HeadConfig
 from unbag.heads.cache import FeatureCache
+from unbag.heads.common import HeadConfig
 from unbag.heads.extract import extract_world
 from unbag.heads.protocol import score_head
 from unbag.heads.train import HeadTrainConfig, build, step_loss

@@ -44,10 +44,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from PIL import Image
-
 from count3d import count_items
+from PIL import Image
 from shape_capacity3d import tower
+
 from unbag import models
 from unbag.metrics.winoground import winoground
 from unbag.sgi import segments as seg

@@ -6,7 +6,8 @@ read one object's material alone cannot bind it either. Single objects placed by
 
 1. zero-shot with the model's own text, on the whole picture and on SGI's input (the picture
    masked to the object's box, the rest filled as SGI's `fill` says: the median colour or each
-   row's): among the phrases that differ from the true one only in one attribute ("a small red metal cube" vs "a small red rubber cube"), is the true one the most
+   row's): among the phrases that differ from the true one only in one attribute ("a small red
+   metal cube" vs "a small red rubber cube"), is the true one the most
    similar to the global embedding (chance 1/3, 1/8, 1/2, 1/2)?
 2. linear probes on frozen features (the global embedding; the final patch tokens averaged over
    the object's visible pixels), trained on seen objects, tested on both: what the image tower
@@ -21,8 +22,8 @@ import argparse
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from heldout_recognition import probe  # the flat world's linear probe (bench/ is this script's path)
+
 from unbag import models
 from unbag.scoring.encode import encode_texts
 from unbag.sgi.regions import background_color, masked, row_fill

@@ -22,7 +22,6 @@ def _work(args: tuple[str, int, int, int]) -> tuple[float, float]:
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
     if kind == "flat":
-        from unbag.world.render import render
         from unbag.world.stream import sample
         t = time.perf_counter()
         for k in range(n):

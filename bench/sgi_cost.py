@@ -21,9 +21,9 @@ import torch
 from unbag import metrics, models
 from unbag.benchmarks import sgi_defaults
 from unbag.benchmarks.ctrl import generated, load
-from unbag.sgi.presets import SGI_PRESETS
 from unbag.scoring.cosine import score_global
 from unbag.sgi.config import SGIConfig
+from unbag.sgi.presets import SGI_PRESETS
 from unbag.sgi.protocol import score_sgi
 from unbag.world.swap import CATEGORIES
 

@@ -103,8 +103,8 @@ def tower(name: str, px: int) -> nn.Module:
     suffix = next((k for k in STEMS if name.endswith(k)), "")
     parts = name.removesuffix(suffix).split("-")[1:]
     pool = parts[-1] if parts[-1] in ("avg", "max") else "tok"
-    p, w, l = (int(s[1:]) for s in parts[:3])
-    m = VisionTransformer(image_size=px, patch_size=p, width=w, layers=l, heads=max(1, w // 32), mlp_ratio=4.0,
+    p, w, depth = (int(s[1:]) for s in parts[:3])
+    m = VisionTransformer(image_size=px, patch_size=p, width=w, layers=depth, heads=max(1, w // 32), mlp_ratio=4.0,
                           output_dim=w, pool_type="tok" if pool == "max" else pool)
     if pool == "max":
         token_pool.apply(m, "max")  # unbag's `"unbag_pool": "max"`

@@ -9,9 +9,9 @@ for each and their ratio, measured in one run (A, B, A, B interleaved, best of e
 from __future__ import annotations
 
 import argparse
-import warnings
 import tempfile
 import time
+import warnings
 
 import torch
 

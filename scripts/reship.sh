@@ -30,7 +30,7 @@ siblings() {  # N FROM SEED: continue on the siblings stream (the same model for
 }
 siblings 1 "$R/builtin/model" 5
 siblings 2 "$R/siblings1/model" 6
-$PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings2', 'open_clip:unbag-tiny@random', 0, '$W/builtin')"
+$PY -c "from unbag.shipping import save_builtin; save_builtin('$R/siblings2', 'open_clip:unbag-tiny@random', 0, '$W/builtin')"
 cp "$R/builtin/log.jsonl" "$W/builtin/log.jsonl"
 cp "$R/builtin/config.json" "$W/builtin/train_config.json"
 for k in 1 2; do
@@ -44,7 +44,7 @@ overlay() {  # METHOD ARGS...: train from builtin, then ship the changed tensors
       --out "$R/$m" "$@" $( [ -f "$R/$m/ckpt/trainer.pt" ] && echo --resume )
   $PY - "$R/$m" "$W/methods/$m" "$m" <<'PYEOF'
 import json, shutil, sys
-from unbag.models.overlay import save_overlay
+from unbag.shipping import save_overlay
 from unbag.utils import versions
 run, dest, method = sys.argv[1:]
 meta = json.loads(open(f"{run}/model/open_clip_config.json").read())["unbag"]

@@ -63,7 +63,7 @@ if [ ! -f "$S/builtin/weights.safetensors" ]; then
       --model open_clip:unbag-tiny@random --data "pool:$R/pool-pretraining" --steps 3000 --batch-size 128 \
       --lr 1e-3 --warmup 100 --seed 0 --vocabulary 3d --out "$R/builtin" --quiet \
       $( [ -f "$R/builtin/ckpt/trainer.pt" ] && echo --resume )
-  $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/builtin', 'open_clip:unbag-tiny@random', 0, '$S/builtin')"
+  $PY -c "from unbag.shipping import save_builtin; save_builtin('$R/builtin', 'open_clip:unbag-tiny@random', 0, '$S/builtin')"
   cp "$R/builtin/log.jsonl" "$S/builtin/log.jsonl"
   cp "$R/builtin/config.json" "$S/builtin/train_config.json"
 fi
@@ -91,7 +91,7 @@ if [ ! -f "$S/siblings/weights.safetensors" ]; then
   mkdir -p "$S/siblings"
   cp "$R/siblings/log.jsonl" "$S/siblings/log.jsonl"
   cp "$R/siblings/config.json" "$S/siblings/train_config.json"
-  $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/siblings', '$S/builtin', 0, '$S/siblings')"
+  $PY -c "from unbag.shipping import save_builtin; save_builtin('$R/siblings', '$S/builtin', 0, '$S/siblings')"
 fi
 measure siblings
 
@@ -122,7 +122,7 @@ pretrain() {  # STAGE CONFIG: stage 1's recipe and pool on the open_clip config 
     mkdir -p "$S/$1"
     cp "$R/$1/log.jsonl" "$S/$1/log.jsonl"
     cp "$R/$1/config.json" "$S/$1/train_config.json"
-    $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/$1', 'open_clip:$2@random', 0, '$S/$1')"
+    $PY -c "from unbag.shipping import save_builtin; save_builtin('$R/$1', 'open_clip:$2@random', 0, '$S/$1')"
   fi
   measure "$1"
 }
@@ -150,7 +150,7 @@ more() {  # STAGE DROPOUT [BASE [METHOD [SEED [OPTION...]]]]: stage 4 (or the st
     mkdir -p "$S/$1"
     cp "$R/$1/log.jsonl" "$S/$1/log.jsonl"
     cp "$R/$1/config.json" "$S/$1/train_config.json"
-    $PY -c "from unbag.models.overlay import save_builtin; save_builtin('$R/$1', '$S/$base', 0, '$S/$1')"
+    $PY -c "from unbag.shipping import save_builtin; save_builtin('$R/$1', '$S/$base', 0, '$S/$1')"
   fi
   measure "$1"
 }
@@ -168,7 +168,7 @@ overlay() {  # METHOD ARGS...: an overlay of B trained on the fine-tuning pool (
         $( [ -f "$R/$B-$m/ckpt/trainer.pt" ] && echo --resume )
     $PY - "$R/$B-$m" "$S/$B" "$S/$B/methods/$m" "$m" <<'PYEOF'
 import json, shutil, sys
-from unbag.models.overlay import save_overlay
+from unbag.shipping import save_overlay
 from unbag.utils import versions
 run, base, dest, method = sys.argv[1:]
 meta = json.loads(open(f"{run}/model/open_clip_config.json").read())["unbag"]
@@ -264,7 +264,7 @@ everything_from pool-objects5
 #     64 px: 92.2 / 91.6); at the demo's size count 86.0 / 87.3 (docs/experiments/2026-12-03-builtin3d.md).
 if [ -z "${MODELS:-}" ]; then
   [ -f "$S/pool96/weights.safetensors" ] || [ -f "$S/pool96-init/weights.safetensors" ] || $PY -c \
-      "from unbag.models.overlay import resize_builtin; resize_builtin('$S/pool-objects5', 96, '$S/pool96-init')"
+      "from unbag.shipping import resize_builtin; resize_builtin('$S/pool-objects5', 96, '$S/pool96-init')"
   [ -f "$R/ctrl3d-96/meta.json" ] || $U world build --style 3d --seed 0 --per-category 100 --size 96 --procs 2 \
       --out "$R/ctrl3d-96" --quiet
   CTRL=$R/ctrl3d-96 SIZE=96 more pool96 0 pool96-init clip-regions 18 --object-weight 3 --noun-weight 3

@@ -7,9 +7,9 @@ names, the staged one kept beside it (`staged_as`). Heads check their backbone b
 weights, which shipping does not change: the script loads every shipped model and checks it.
 A model that continued earlier staged runs (`pool-objects5` continued `pool-objects4`, which
 continued ... `builtin-pool`) ships their logs and configs too (`--earlier`, each as
-`log-<stage>.jsonl` and `train_config-<stage>.json`, named by its staged folder), and the staged TRAINING.md and the methods' and heads'
-READMEs (written with what they describe) become the shipped ones. Every staged file is checked before anything is written; the new weights folder is
-built beside the old one and swapped in whole.
+`log-<stage>.jsonl` and `train_config-<stage>.json`, named by its staged folder), and the staged TRAINING.md and the methods' and
+heads' READMEs (written with what they describe) become the shipped ones. Every staged file is
+checked before anything is written; the new weights folder is built beside the old one and swapped in whole.
 
     .venv/bin/python scripts/ship3d.py [--staged reship/3d/builtin-pool]
     .venv/bin/python scripts/ship3d.py --staged reship/3d/pool-objects5 --earlier reship/3d/builtin-pool \

@@ -307,7 +307,8 @@ def wds_classification_dir(tmp_path_factory):
 def wds_retrieval_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("wds_ret")
     _tar(root / "test" / "0.tar", {n: d for k in range(3) for n, d in
-                                   ((f"r{k}.jpg", png_bytes(300 + k)), (f"r{k}.txt", f"a {COLORS[k]} cube\nthe {COLORS[k]} cube\n".encode()))})
+                                   ((f"r{k}.jpg", png_bytes(300 + k)),
+                                    (f"r{k}.txt", f"a {COLORS[k]} cube\nthe {COLORS[k]} cube\n".encode()))})
     (root / "test" / "nshards.txt").write_text("1")
     (root / "dataset_type.txt").write_text("retrieval\n")
     return root

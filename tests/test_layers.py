@@ -55,6 +55,60 @@ def test_no_import_cycle_between_subpackages():
     assert not back, "\n".join(back)
 
 
+def module_imports() -> dict[str, set[str]]:
+    """module -> the package's modules it imports, wherever the import sits (a package's __init__
+    under the package's name; `from . import name` names the module `name` when there is one)."""
+    files = {}
+    for f in ROOT.rglob("*.py"):
+        mod = ".".join(f.relative_to(ROOT.parent).with_suffix("").parts)
+        files[mod.removesuffix(".__init__")] = f
+
+    def known(t: str) -> str:
+        while t not in files and "." in t:
+            t = t.rsplit(".", 1)[0]
+        return t
+
+    edges: dict[str, set[str]] = {}
+    for mod, f in files.items():
+        pkg = mod if f.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("unbag")):
+                base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1] + ([node.module] if node.module else [])) \
+                    if node.level else node.module
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("unbag")]
+            else:
+                continue
+            edges.setdefault(mod, set()).update(known(t) for t in targets if known(t) != mod)
+    return edges
+
+
+def test_no_import_cycle_between_files_of_one_subpackage():
+    edges = module_imports()
+    unit = {m: _unit(m) for m in edges}
+    inside = {a: {b for b in bs if _unit(b) == unit[a]} for a, bs in edges.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            u = todo.pop()
+            if u == goal:
+                return True
+            if u not in seen:
+                seen.add(u)
+                todo += inside.get(u, ())
+        return False
+
+    back = sorted(f"{a} -> {b} and back" for a, bs in inside.items() for b in bs if reaches(b, a))
+    assert not back, "\n".join(back)
+
+
+def test_the_file_check_sees_a_cycle_through_a_function_level_import():
+    # models/__init__.py imports models/overlay.py inside a function: the edge is seen
+    assert "unbag.models.overlay" in module_imports()["unbag.models"]
+
+
 def test_the_check_sees_function_level_imports(tmp_path):
     # the benchmarks -> world edge comes from inside functions of benchmarks/ctrl.py and retrieval.py
     files = {f for b, f in imports_between_units()["benchmarks"] if b == "world"}

@@ -4,7 +4,6 @@ import os
 import stat
 
 import numpy as np
-
 import pytest
 
 from unbag.cli import main
@@ -113,6 +112,7 @@ def counted(monkeypatch):
 
 def test_run_reruns_a_cell_whose_benchmark_files_or_spec_changed(tmp_path, sugarcrepe_dir, counted):
     import shutil
+
     from unbag.run import run_plan
     sc = tmp_path / "sc"
     shutil.copytree(sugarcrepe_dir, sc)
@@ -195,6 +195,7 @@ def test_open_clip_without_weights_needs_an_explicit_random(tiny_bench, capsys):
 
 def test_nan_weights_are_an_error_naming_the_model(tiny_bench, tmp_path, capsys):
     import torch
+
     from unbag import models
     m = models.load("open_clip:unbag-tiny@random")
     with torch.no_grad():
@@ -269,6 +270,7 @@ def test_batch_larger_than_the_data_is_refused(tmp_path, capsys):
 
 def test_missing_and_unknown_sugarcrepe_subsets_are_named(tmp_path, sugarcrepe_dir):
     import shutil
+
     from unbag import api
     from unbag.errors import UnbagWarning
     sc = tmp_path / "sc"
@@ -286,6 +288,7 @@ def test_missing_and_unknown_sugarcrepe_subsets_are_named(tmp_path, sugarcrepe_d
 
 def test_order_metric_by_hand():
     import torch
+
     from unbag.benchmarks.aro import order
     from unbag.benchmarks.base import Item
     scores = torch.tensor([[[0.5, 0.5, 0.1, 0.2, 0.3]],    # p1 identical to the original, tied: no negative
@@ -301,6 +304,7 @@ def test_order_metric_by_hand():
 
 def test_aro_order_reports_official_and_strict(tmp_path, capsys):
     from PIL import Image
+
     from unbag import api, benchmarks
     (tmp_path / "flickr30k-images").mkdir()
     images = []
@@ -319,6 +323,7 @@ def test_aro_order_reports_official_and_strict(tmp_path, capsys):
 
 def test_aro_order_perturbs_the_raw_caption_then_cleans(tmp_path):
     from PIL import Image
+
     from unbag import benchmarks
     from unbag.benchmarks.aro import perturbations, pre_caption
     from unbag.text import spacy_model
@@ -411,6 +416,7 @@ def test_score_with_no_images_is_a_message():
 def test_explain_on_a_free_image_uses_the_photo_regions(tmp_path, monkeypatch):
     from PIL import Image
     from skimage import data
+
     import unbag.sgi.explain as ex
     from unbag import api
     Image.fromarray(data.coffee()).resize((96, 64)).save(tmp_path / "c.png")
@@ -437,6 +443,7 @@ def test_a_warmup_longer_than_the_run_is_warned(broken, tmp_path):
 
 def test_clic_log_shows_both_kinds_of_step(tmp_path):
     from PIL import Image
+
     from unbag import api
     for k in range(8):
         Image.new("RGB", (24, 16), (30 * k, 0, 0)).save(tmp_path / f"{k}.png")
@@ -462,6 +469,7 @@ def test_export_writes_a_folder_plain_open_clip_loads(tmp_path, capsys):
     """A model without unbag's convolutional stem exports to a folder plain open_clip builds."""
     import open_clip
     import torch
+
     from unbag import load_model
     torch.manual_seed(0)
     load_model("open_clip:unbag-tiny@random", "cpu").save(tmp_path / "tiny")
@@ -484,6 +492,7 @@ def test_export_unpacks_the_builtin_model(tmp_path, capsys):
     import json
 
     import torch
+
     from unbag import load_model
     from unbag.models import stem
     code, out, _ = _run(["export", "builtin", "--out", str(tmp_path / "oc")], capsys)
@@ -512,6 +521,7 @@ def test_quiet_hides_the_hub_and_transformers_bars(tmp_path, build_hf, capsys, m
 @pytest.mark.parametrize("a, b", [("中", "国"), ("🐶", "🐱")])
 def test_explanation_text_draws_cjk_and_emoji_glyphs_not_boxes(a, b):
     from PIL import Image, ImageDraw, ImageFont
+
     from unbag.sgi.explain import _fallback, _text
     if _fallback(a, 12) is None:
         pytest.skip(f"no installed font has {a!r} (.ci/run installs fonts-wqy-zenhei and fonts-symbola)")

@@ -1,8 +1,8 @@
 """unbag: measure and improve attribute/relation binding in dual-encoder vision-language models.
 
 The public API (docs/api.md): `load_model`, `load_benchmark`, `score`, `evaluate`, `explain`,
-`features`, `train`, `export`, and `JobCache` (memory calls of one job share). They are imported on first use, so `import unbag` loads neither torch nor
-any model.
+`features`, `train`, `export`, and `JobCache` (memory calls of one job share). They are imported
+on first use, so `import unbag` loads neither torch nor any model.
 """
 from .errors import UnbagError, UnbagWarning
 

@@ -156,9 +156,9 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     generated one). A free image takes the photo benchmarks' regions (`selective`, one view), as
     `unbag eval` on photos does, a benchmark item its benchmark's; SGI options override them."""
     from . import benchmarks
-    from .sgi.presets import SGI_PRESETS, config_for
-    from .sgi.explain import explain as draw
     from .sgi.config import SGIConfig
+    from .sgi.explain import explain as draw
+    from .sgi.presets import SGI_PRESETS, config_for
     if protocol not in SGI_PRESETS:
         raise UnbagError(f"explain draws SGI matches: protocol must be one of {', '.join(SGI_PRESETS)}, "
                          f"got {protocol!r}")
@@ -180,10 +180,11 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     """Cache frozen features for head training; the cache folder. `data`: a world stream or pool
     as the trainer reads it (`world[:DIST]`, `world-flat[:DIST]`, `world3d[:DIST]`, `pool:DIR`:
     samples and their twins; seed 1 by default), `swaps` / `swaps-flat` / `swaps3d`
-    (in-distribution SWAP items of the default / flat / 3D world; seed 1000 by default), or caption data as the trainer reads it (`csv:`, `jsonl:`,
-    `wds:`, `degla:`; photos with captions such as COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions
-    needs them; on photos they cost SGI's region search per image). A folder `out` that holds
-    files unbag did not write is refused unless `overwrite`."""
+    (in-distribution SWAP items of the default / flat / 3D world; seed 1000 by default), or caption
+    data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions such as
+    COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions needs
+    them; on photos they cost SGI's region search per image). A folder `out` that holds files unbag
+    did not write is refused unless `overwrite`."""
     from .heads.extract import SWAPS, extract_captions, extract_swaps, extract_world
     from .training.data import parse_data
     from .world.stream import STREAMS

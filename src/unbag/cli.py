@@ -66,9 +66,8 @@ def _negatives(a: argparse.Namespace) -> None:
 
 
 def _run(a: argparse.Namespace) -> None:
-    from .run import print_matrix, run_plan
-
     from .api import default_device
+    from .run import print_matrix, run_plan
 
     results = run_plan(a.plan, a.out, progress=not a.quiet, device=a.device or default_device())
     print_matrix(results)
@@ -314,8 +313,8 @@ def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParse
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
-                   "pretraining-siblings] (the default world; world-flat: and world3d: name one) | pool:DIR | csv:PATH | jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR "
-                   "for the heads")
+                   "pretraining-siblings] (the default world; world-flat: and world3d: name one) | pool:DIR | csv:PATH | "
+                   "jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR for the heads")
     t.add_argument("--text", default=None, help="heads: phrases (default; each encoded alone) | tokens")
     t.add_argument("--width", type=int, default=None, help="heads: transformer width (64)")
     t.add_argument("--layers", type=int, default=None, help="heads: layers (1)")
@@ -386,7 +385,8 @@ def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParse
     f.add_argument("--model", default="builtin")
     f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
                    "world[:DIST] | world-flat[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps | "
-                   "swaps-flat | swaps3d (in-distribution SWAP items of the default / flat / 3D world) | caption data as `train` reads it: csv:PATH | jsonl:PATH | "
+                   "swaps-flat | swaps3d (in-distribution SWAP items of the default / flat / 3D world) | caption data as "
+                   "`train` reads it: csv:PATH | jsonl:PATH | "
                    "wds:URLS | degla:FILE[:IMAGE_DIR] (each caption with a hard negative: the file's own, "
                    "else unbag's typed negatives)")
     f.add_argument("--seed", type=int, default=None, help="the stream's or the items' seed (default: world 1, "

@@ -92,7 +92,8 @@ def plan_text(model: str, found: dict[str, str], protocols: list[str], precision
     if len(names) != len(protocols):
         raise UnbagError(f"--protocol: two of {', '.join(protocols)} would share a name; give each once")
     lines = ["# written by `unbag suite`: one model x the suite's benchmarks found x the protocols",
-             f"precision = {q(precision)}", f"images_outside_root = {str(outside).lower()}", "", "[models]", f"{q(name_of(model))} = {q(model)}", "", "[benchmarks]"]
+             f"precision = {q(precision)}", f"images_outside_root = {str(outside).lower()}", "",
+             "[models]", f"{q(name_of(model))} = {q(model)}", "", "[benchmarks]"]
     lines += [f"{q(n)} = {q(spec)}" for n, spec in found.items()]
     lines += ["", "[protocols]"] + [f"{q(n)} = {q(p)}" for n, p in names.items()]
     return "\n".join(lines) + "\n"

@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
-
 MARKER = ".unbag-output"  # in every folder unbag writes whole: which command wrote it, and every entry
 
 

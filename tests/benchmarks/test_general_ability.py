@@ -78,6 +78,7 @@ def test_templates_are_checked_at_load(tmp_path, imagefolder_dir):
 
 def test_default_prompts_imagenet_names_and_templates(tmp_path):
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
+
     from unbag.benchmarks.classification import TEMPLATES, names_and_templates
     wnids = [f"n{k:08d}" for k in range(1000)]
     names, templates, info = names_and_templates(tmp_path, wnids)

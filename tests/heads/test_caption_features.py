@@ -8,8 +8,8 @@ import torch
 from PIL import Image
 
 from unbag import models
-from unbag.heads.common import HeadConfig, head_inputs, match_loss
 from unbag.heads.cache import FeatureCache
+from unbag.heads.common import HeadConfig, head_inputs, match_loss
 from unbag.heads.train import _fields, build, step_loss
 
 # crops of scikit-image photographs and what they show

@@ -6,15 +6,15 @@ import torch
 
 from unbag import models
 from unbag.errors import UnbagError
-from unbag.heads.common import HeadConfig, head_inputs, match_loss
 from unbag.heads.cache import FeatureCache
+from unbag.heads.common import HeadConfig, head_inputs, match_loss
 from unbag.heads.extract import extract_world
-from unbag.world.styles import DEFAULT
 from unbag.heads.tfglobal import TFGlobal
 from unbag.heads.tflocal import TFLocal
 from unbag.heads.tflocal_li import TFLocalLI
 from unbag.heads.tfregions import TFRegions
 from unbag.heads.train import HeadTrainConfig, _fields, load_head, step_loss, train_head
+from unbag.world.styles import DEFAULT
 
 
 @pytest.fixture(scope="module")
@@ -358,7 +358,6 @@ def F_normalize(x):
 @pytest.mark.parametrize("warmup, steps, want_first", [(0, 10, 1.0), (0.2, 10, 0.5), (50, 100, 1 / 50)])
 def test_head_warmup_is_steps_or_a_fraction(warmup, steps, want_first):
     from unbag.heads.train import schedule
-
     from unbag.training.engine import TrainConfig
     from unbag.training.optim import lr_lambda
 

@@ -5,7 +5,7 @@ import torch
 
 from unbag import models
 from unbag.errors import UnbagError
-from unbag.models.overlay import save_overlay
+from unbag.shipping import save_overlay
 
 
 def test_overlay_keeps_only_changed_tensors_and_loads_back(tmp_path):
@@ -85,8 +85,9 @@ def test_the_builtin_stores_every_token_the_world_captions_read():
     masked out) is a stored row."""
     import json
 
-    import unbag
     from safetensors.torch import load_file
+
+    import unbag
     from unbag.world import stream, stream3d
 
     stored = set(load_file(str(models.BUILTIN_WEIGHTS))["token_embedding.weight::rows"].tolist())
@@ -106,7 +107,7 @@ def test_the_builtin_stores_every_token_the_world_captions_read():
 
 def test_the_builtin_resized_to_another_image_size_keeps_every_tensor_but_its_position_grid(tmp_path):
     from unbag.models import BUILTIN_DIR
-    from unbag.models.overlay import resize_builtin
+    from unbag.shipping import resize_builtin
 
     before = models.load("builtin")
     px = before.image_size[0]

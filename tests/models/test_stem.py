@@ -5,7 +5,7 @@ from unbag import models
 from unbag.errors import UnbagError
 from unbag.models import stem
 from unbag.models.openclip import _open_clip
-from unbag.models.overlay import save_builtin
+from unbag.shipping import save_builtin
 
 SPECS = [f"open_clip:unbag-tiny-{kind}@random" for kind in stem.STEMS]
 

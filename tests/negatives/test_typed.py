@@ -6,8 +6,7 @@ import pytest
 
 from unbag.negatives.export import export
 from unbag.negatives.typed import TYPES, RuleGenerator, WorldGenerator, differs, meaning_words
-from unbag.world import captions as cap
-from unbag.world import stream
+from unbag.world import captions as cap, stream
 from unbag.world.scene import SHAPES, Obj
 
 

@@ -86,6 +86,7 @@ def test_headline_states_the_matrix_from_its_numbers():
 def every_benchmark(request, tmp_path_factory):
     """One plan over every registered benchmark (global, and SGI where it applies), run, reported."""
     import importlib.util
+
     from unbag.run import run_plan
     spec = importlib.util.spec_from_file_location("public", Path(__file__).parents[1] / "benchmarks" / "test_public.py")
     public = importlib.util.module_from_spec(spec)

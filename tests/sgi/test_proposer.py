@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from unbag.sgi.proposer import STRIDE, Proposer, decode, focal_loss, targets
+from unbag.sgi.proposer import STRIDE, Proposer, decode
+from unbag.training.proposer import focal_loss, targets
 from unbag.world.styles import PX_3D
 
 
@@ -37,7 +38,7 @@ def test_decode_reads_a_box_back_from_a_peak_and_its_size():
     assert decode(logits, size, threshold=0.3, pad=1) == [[(9, 4, 21, 10)]]
     assert decode(logits, size, threshold=0.3, pad=0) == [[(10, 5, 20, 9)]]
     assert decode(logits - 20, size, threshold=0.3) == [[]]
-    assert decode(logits, size) == decode(logits, size, pad=0)  # unpadded by default: small objects keep their IoU  # below the threshold: nothing
+    assert decode(logits, size) == decode(logits, size, pad=0)  # unpadded by default: small objects keep their IoU
     # with an offset channel pair the centre moves inside its cell: (+0.5, -0.5) cells = (+1, -1) px
     off = torch.cat([size, torch.zeros(1, 2, 32, 32)], 1)
     assert decode(logits, off, pad=0) == decode(logits, size, pad=0)
@@ -104,7 +105,8 @@ def test_folding_the_batch_norms_keeps_the_function():
 
 
 def test_a_pictures_boxes_do_not_depend_on_its_batch_nor_on_the_thread_count():
-    from unbag.sgi.proposer import batch_size, object_boxes, object_boxes_many, training_data
+    from unbag.sgi.proposer import batch_size, object_boxes, object_boxes_many
+    from unbag.training.proposer import training_data
 
     images, _ = training_data(20, seed=998)
     alone = [object_boxes(img) for img in images]
@@ -152,8 +154,9 @@ def test_the_objects_of_a_picture_of_another_size_are_found_at_its_own_scale():
 
 @pytest.mark.slow
 def test_the_shipped_proposer_finds_one_box_per_object_on_unseen_training_stream_scenes():
-    from unbag.sgi.proposer import object_boxes, shipped, training_data
+    from unbag.sgi.proposer import object_boxes, shipped
     from unbag.sgi.regions import iou
+    from unbag.training.proposer import training_data
     from unbag.world.render3d import visible
 
     # a seed the shipped proposer was not trained on, at the size it was trained at
@@ -173,7 +176,7 @@ def test_the_shipped_proposer_finds_one_box_per_object_on_unseen_training_stream
 
 
 def test_fuller_scenes_hold_two_groups_alike_in_all_but_shape():
-    from unbag.sgi.proposer import crowded_objects
+    from unbag.training.proposer import crowded_objects
     for k in range(30):
         objs = crowded_objects(np.random.default_rng(k))
         assert 2 <= len(objs) <= 8
@@ -197,7 +200,7 @@ class _Oracle(torch.nn.Module):
 
 
 def test_evaluate_counts_pictures_numbered_and_objects_found_by_hand():
-    from unbag.sgi.proposer import evaluate
+    from unbag.training.proposer import evaluate
     images = np.zeros((3, 64, 64, 3), np.uint8)
     images[1, 0, 0] = 1
     images[2, 0, 0] = 2  # three distinct pictures
@@ -219,7 +222,7 @@ def test_training_writes_weights_that_load_and_a_record_with_its_held_out_measur
 
     from safetensors.torch import load_file
 
-    from unbag.sgi.proposer import train
+    from unbag.training.proposer import train
     out = train(tmp_path / "p", n=8, steps=3, batch=4, width=8, n_val=4, crowded=0.5, data_cache=tmp_path / "cache")
     record = json.loads((out / "proposer.json").read_text())
     assert record["offset"] and record["data"]["crowded"] == 0.5 and record["held_out"]["pictures"] == 4
@@ -240,7 +243,7 @@ def test_training_writes_weights_that_load_and_a_record_with_its_held_out_measur
 
 
 def test_pictures_rendered_over_two_processes_are_the_same():
-    from unbag.sgi.proposer import training_data
+    from unbag.training.proposer import training_data
     one = training_data(6, seed=5, crowded=0.5)
     two = training_data(6, seed=5, crowded=0.5, procs=2)
     assert all(np.array_equal(a, b) for a, b in zip(one, two))

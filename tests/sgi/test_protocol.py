@@ -4,8 +4,8 @@ import torch
 
 from unbag import models
 from unbag.benchmarks.ctrl import generated, generated3d
-from unbag.errors import UnbagError
 from unbag.cache import JobCache
+from unbag.errors import UnbagError
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import encode_regions
 from unbag.sgi.match import aggregate

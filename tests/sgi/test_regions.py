@@ -4,8 +4,19 @@ import torch
 from PIL import Image
 
 from unbag.errors import UnbagError
-from unbag.sgi.regions import (RegionConfig, background_color, blob_boxes, cropped, grid_boxes, masked,
-                               masked_shifted, phase_offsets, proposal_boxes, regions_for, row_fill)
+from unbag.sgi.regions import (
+    RegionConfig,
+    background_color,
+    blob_boxes,
+    cropped,
+    grid_boxes,
+    masked,
+    masked_shifted,
+    phase_offsets,
+    proposal_boxes,
+    regions_for,
+    row_fill,
+)
 from unbag.world.render import render
 from unbag.world.scene import Obj, Scene
 from unbag.world.swap import CATEGORIES, build_item

@@ -5,8 +5,8 @@ import torch
 
 from unbag.errors import UnbagError
 from unbag.training.engine import TrainConfig, Trainer
-from unbag.training.optim import lr_lambda, param_groups
 from unbag.training.objectives import OBJECTIVES
+from unbag.training.optim import lr_lambda, param_groups
 
 
 def _cfg(**kw):

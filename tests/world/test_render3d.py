@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from unbag.world.render3d import (Camera, Light, Obj3D, Scene3D, _objects, in_shadow, intersect, jittered, normals,
-                                  render, visible)
+from unbag.world.render3d import Camera, Light, Obj3D, Scene3D, _objects, in_shadow, intersect, jittered, normals, render, visible
 
 
 def _scene(*objs, camera=None):

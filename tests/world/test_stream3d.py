@@ -164,7 +164,6 @@ def test_training_reads_the_3d_stream_and_its_pool(pool, tmp_path, data):
 
 def test_one_parser_reads_every_training_data_spec(pool, tmp_path):
     from unbag.training.data import DataSpec, parse_data
-
     from unbag.world.styles import DEFAULT
     assert parse_data("world") == DataSpec("world", "world", DEFAULT, "finetuning")  # the default world
     assert parse_data("world-flat") == DataSpec("world-flat", "world", "flat", "finetuning")

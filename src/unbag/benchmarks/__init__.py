@@ -18,7 +18,8 @@ from typing import Callable, NamedTuple
 
 from .. import utils
 from ..errors import UnbagError
-from ..world.styles import render_procs, render_version, resolve, size
+from ..world.renderers import render_version
+from ..world.styles import render_procs, resolve, size
 from ..world.swap import CATEGORIES
 from .base import Benchmark, Item, image_key, load_image, ref_file
 from .kinds import DEFAULT_SUMMARY, PHOTO_SGI, RETRIEVAL, ZERO_SHOT, Grid, Kind, Summary
@@ -121,7 +122,7 @@ BENCHMARKS: dict[str, Kind] = {
 
 
 # modules of this package that hold no benchmark
-_HELPERS = {"base", "common", "kinds", "prompts", "shapes"}
+_HELPERS = {"base", "common", "kinds", "prompts", "shapes", "webdataset"}
 
 
 def _declared() -> dict[str, Kind]:
@@ -354,5 +355,6 @@ def forms() -> str:
     return " | ".join(k.form for k in BENCHMARKS.values())
 
 
-__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms", "sgi_defaults", "sized",
-           "files_fingerprint", "image_roots", "stamp", "summary", "suite_folders", "Summary", "Grid", "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]
+__all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms",
+           "sgi_defaults", "sized", "files_fingerprint", "image_roots", "stamp", "summary", "suite_folders", "Summary", "Grid",
+           "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]

@@ -9,7 +9,8 @@ from ..errors import UnbagError, where
 from ..utils import parse_json, read_json, read_text
 from ..world.io import FORMAT, VERSION, VERSION_3D, generate, item_record
 from ..world.render import RENDER_VERSION, render
-from ..world.styles import PX_3D, PX_FLAT, render_version, resolve, size
+from ..world.renderers import render_version
+from ..world.styles import PX_3D, PX_FLAT, resolve, size
 from ..world.swap import CATEGORIES, SPLITS
 from .base import Benchmark, Item, load_image
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-
 from .base import ImageRef
 
 CTRL_RETRIEVAL_SEED = 7777
@@ -54,7 +53,8 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int | Non
                    dist: str = "pretraining", style: str | None = None) -> RetrievalSet:
     """n stream samples of one of a world's training distributions (None: the default world),
     with their captions, at px (None: the world's size)."""
-    from ..world.styles import render_procs, render_version, resolve, size
+    from ..world.renderers import render_version
+    from ..world.styles import render_procs, resolve, size
     style = resolve(style)
     px = size(style) if px is None else px
     jobs = [(style, seed, k, px, dist) for k in range(n)]
@@ -146,7 +146,7 @@ def _flickr_txt(path) -> list[tuple[str, list[str]]]:
 def load_wds_retrieval(root) -> RetrievalSet:
     """CLIP_benchmark's webdataset retrieval set: per sample an image and a .txt of captions."""
     from ..errors import UnbagError
-    from .classification import wds_image, wds_samples
+    from .webdataset import wds_image, wds_samples
     images, texts, image_texts = [], [], []
     for shard, key, parts in wds_samples(root):
         where = f"{shard}: sample {key}"

@@ -1,7 +1,6 @@
 """Frozen features of a batch of images and captions, as a head's cache holds them (heads/cache.py)."""
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 

@@ -21,6 +21,7 @@ from .common import head_class, head_inputs
 from .features import alternative_features, image_features, text_features
 from .train import head_id, load_head
 
+
 def _nbytes(fields: dict) -> int:
     return sum(t.nbytes for t in fields.values())
 

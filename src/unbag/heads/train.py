@@ -15,9 +15,8 @@ from safetensors.torch import save_file
 from ..errors import UnbagError
 from ..training.optim import lr_lambda, param_groups, warmup_steps
 from ..utils import atomic_dir, read_json, read_safetensors, versions, whole_numbers
-from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
 from .cache import FeatureCache
-
+from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
 
 # what the cache fields a head may miss hold, for the error that names one
 FIELD_NAMES = {"img_patches_early": "early patches", "img_regions": "region features", "reg_size": "region sizes",

@@ -16,7 +16,7 @@ from ..errors import UnbagError
 from .base import Backend, ImageFeatures, TextFeatures
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "weights" / "builtin"
-BUILTIN_WEIGHTS = BUILTIN_DIR / "weights.safetensors"  # packed (models/overlay.py: pack_builtin)
+BUILTIN_WEIGHTS = BUILTIN_DIR / "weights.safetensors"  # packed (models/overlay.py: pack_builtin; shipping.py)
 METHODS_DIR = Path(__file__).resolve().parent.parent / "weights" / "methods"
 
 
@@ -44,7 +44,7 @@ def _builtin(spec: str, rest: str, device) -> Backend:
                              "builtin/TRAINING.md for the command that trains them)")
         return load_builtin(BUILTIN_DIR, spec, device)
     _check_builtin(rest)
-    return load_overlay(METHODS_DIR / rest, spec, device)
+    return load_overlay(METHODS_DIR / rest, spec, load, device)
 
 
 def _check_open_clip(rest: str) -> None:
@@ -73,11 +73,11 @@ def _folder(spec: str, device) -> Backend:
     path = Path(spec)
     if (path / "overlay.json").is_file():
         from .overlay import load_overlay
-        return load_overlay(path, spec, device)
+        return load_overlay(path, spec, load, device)
     if (path / "open_clip_config.json").is_file() and (path / "weights.safetensors").is_file() \
             and not (path / "open_clip_model.safetensors").is_file():
         from .overlay import load_builtin
-        return load_builtin(path, spec, device)  # a packed built-in model (overlay.save_builtin)
+        return load_builtin(path, spec, device)  # a packed built-in model (shipping.save_builtin)
     if (path / "open_clip_config.json").is_file():
         from .openclip import OpenCLIPBackend
         return OpenCLIPBackend(spec, f"local-dir:{path}", device=device)
@@ -142,5 +142,5 @@ def load(spec: str, device: str | torch.device = "cpu") -> Backend:
     return _folder(spec, device)
 
 
-__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "check_spec", "check_device", "MODELS", "BUILTIN_DIR", "BUILTIN_WEIGHTS", "METHODS_DIR",
-           "SPEC_FORMS"]
+__all__ = ["Backend", "ImageFeatures", "TextFeatures", "Form", "load", "check_spec", "check_device", "MODELS", "BUILTIN_DIR",
+           "BUILTIN_WEIGHTS", "METHODS_DIR", "SPEC_FORMS"]

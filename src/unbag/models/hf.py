@@ -23,8 +23,7 @@ from PIL import Image
 from safetensors import SafetensorError
 
 from ..errors import UnbagError
-from .base import (Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize,
-                   resize_crop)
+from .base import Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize, resize_crop
 
 
 def _load(path: str):

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 from rich.progress import Progress
 
-from ..errors import UnbagError
 from ..benchmarks.common import caption_file
+from ..errors import UnbagError
 from ..utils import at_least, atomic_files, check_file_out, versions
-from .typed import TYPES, RuleGenerator, WorldGenerator
 from ..world.stream import STREAMS, parse_stream
+from .typed import TYPES, RuleGenerator, WorldGenerator
 
 
 def generator(spec: str, device: str = "cpu"):

@@ -148,7 +148,9 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
 def _scored_by(name: str) -> str:
     """What a benchmark's suite score is, in words."""
     s = summary(name)
-    return "mean of " + ", ".join(s.suite) if len(s.suite) > 1 else s.suite[0] if s.suite else (s.chart if isinstance(s.chart, str) else " | ".join(s.chart))
+    if s.suite:
+        return "mean of " + ", ".join(s.suite) if len(s.suite) > 1 else s.suite[0]
+    return s.chart if isinstance(s.chart, str) else " | ".join(s.chart)
 
 
 def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) -> None:

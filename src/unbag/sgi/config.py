@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-
 from ..errors import UnbagError
 from .regions import FILLS, FRAMES, RegionConfig
 

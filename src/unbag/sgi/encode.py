@@ -18,9 +18,9 @@ from ..models.base import Backend, weights_id
 from ..scoring.encode import unique
 from . import segments as seg
 from .cache import RegionCache
-from .regions import (background_color, frame_regions_many, framed, masked,
-                      masked_shifted, patch_cover, phase_offsets, row_fill)
 from .config import SGIConfig
+from .regions import background_color, frame_regions_many, framed, masked, masked_shifted, patch_cover, phase_offsets, row_fill
+
 
 def box_of(region) -> tuple[float, float, float, float]:
     """The box around a region's boxes (x0, y0, x1, y1)."""

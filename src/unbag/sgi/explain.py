@@ -15,8 +15,7 @@ from rich.table import Table
 
 from ..benchmarks.base import Benchmark, Item, load_image
 from ..errors import UnbagError
-from ..utils import atomic_write, check_file_out, png_marked
-from ..utils import drawn_by_unbag as drawn_by
+from ..utils import atomic_write, check_file_out, drawn_by_unbag as drawn_by, png_marked
 from .config import SGIConfig
 from .protocol import score_sgi
 from .regions import framed

@@ -30,13 +30,12 @@ from torch.utils.data import DataLoader, IterableDataset
 from ..benchmarks.base import load_image
 from ..benchmarks.common import caption_rows, read_json
 from ..errors import UnbagError
-from ..utils import parse_json
 from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
 from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..sgi.regions import background_color, masked, row_fill
-from ..world import captions as cap
-from ..world import stream
+from ..utils import parse_json
+from ..world import captions as cap, stream
 from ..world.styles import resolve
 
 

@@ -16,18 +16,14 @@ import torch
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from safetensors.torch import save_file
 
-from .. import models
-from ..errors import UnbagError
-from ..errors import warn
-from ..utils import (atomic_dir, atomic_write, check_out, mark, read_json, read_safetensors, versions, whole_numbers,
-                     write_json)
-from .. import dist
+from .. import dist, models
+from ..errors import UnbagError, warn
+from ..utils import atomic_dir, atomic_write, check_out, mark, read_json, read_safetensors, versions, whole_numbers, write_json
 from . import freeze
 from .data import batches
 from .ema import EMA
 from .objectives import OBJECTIVES, options_of
 from .optim import lr_lambda, param_groups, warmup_steps
-
 
 RUN_FILES = ("config.json", "log.jsonl", "ckpt", "best", "model", "model_ema")  # what a run folder holds
 

@@ -30,8 +30,8 @@ from ..errors import UnbagError
 from ..utils import atomic_dir, atomic_write, check_out, read_json
 from . import captions as cap
 from .stream import Sample, Twin
-from .swap3d import scene_from_record, scene_record
 from .styles import PX_3D
+from .swap3d import scene_from_record, scene_record
 
 FORMAT, VERSION, SHARD = "unbag-pool3d", 1, 512
 

@@ -25,8 +25,8 @@ from . import captions as cap
 from .render3d import instances, picture
 from .scene3d import SHAPES3D, min_visible, place_drawn, placed
 from .stream import Distribution, Sample, Twin, _swaps, distribution
-from .swap3d import RELATIONS3D, VALUES, positions, held_out, random_obj, relation_holds
 from .styles import PX_3D
+from .swap3d import RELATIONS3D, VALUES, held_out, positions, random_obj, relation_holds
 
 
 def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:

@@ -61,12 +61,3 @@ def check_render(px: int, procs: int | None = None, seed: int = 0) -> int:
         warn(f"--procs {procs}: this machine has {cores} core(s); rendering over {cores} process(es)")
         return cores
     return procs
-
-
-def render_version(style: str) -> int:
-    """The renderer version of a world: what a generated benchmark records of how it was drawn."""
-    if resolve(style) == "3d":
-        from .render3d import RENDER_VERSION as version
-    else:
-        from .render import RENDER_VERSION as version
-    return version

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from ...errors import UnbagError
-
 import torch
 
+from ...errors import UnbagError
 from ...models.base import Backend
 
 

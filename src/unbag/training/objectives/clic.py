@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...models.base import Backend
 from ...dist import gather
-from .clip import clip_loss
+from ...models.base import Backend
 from .base import Needs, Objective
+from .clip import clip_loss
 
 N_POS = 4
 WEIGHTS = {"cont": 0.5, "sneg": 0.5, "uni": 1.0}

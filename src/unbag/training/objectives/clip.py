@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...models.base import Backend
 from ...dist import gather
+from ...models.base import Backend
 from .base import Objective
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...models.base import Backend
 from ...dist import gather
+from ...models.base import Backend
 from .base import Needs, Objective
 
 WEIGHTS = {"igc": 0.1, "tgc": 0.1, "distill": 0.005}

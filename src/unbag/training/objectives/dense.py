@@ -5,9 +5,9 @@ TFLocal-LI starts from, docs/heads.md). The CLIP loss on global embeddings, plus
 times a symmetric InfoNCE over late-interaction scores in the manner of FILIP (arXiv 2111.07783):
 score(caption c, image i) = mean over c's object phrases of the phrase's best cosine over i's
 joint-space patch tokens. Phrases come from the rule-based segmenter (docs/sgi.md: object and
-group phrases, "two small blue metal cubes", not relations) and are encoded on their own. FILIP scores caption tokens against patches; phrases encoded alone are
-unbag's choice, as in TFLocal. The dense loss uses the local batch only (no gathering across
-processes), unlike the CLIP term.
+group phrases, "two small blue metal cubes", not relations) and are encoded on their own. FILIP
+scores caption tokens against patches; phrases encoded alone are unbag's choice, as in TFLocal.
+The dense loss uses the local batch only (no gathering across processes), unlike the CLIP term.
 
 `swap_weight` adds a phrase-level hard-negative term: each phrase, against copies of itself with
 one attribute word (size, color or material of the world's vocabulary) replaced by another value,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from ...models.base import Backend
 from ...dist import gather, gather_varlen
-from .clip import clip_loss
+from ...models.base import Backend
 from .base import Needs, Objective
+from .clip import clip_loss
 
 
 def ft_loss(image: torch.Tensor, text: torch.Tensor, neg_image: torch.Tensor | None,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...models.base import Backend
 from ...dist import gather, gather_varlen
+from ...models.base import Backend
 from .base import Needs, Objective
 from .ft import FTObjective
 
