@@ -21,6 +21,21 @@ def _run(spec, tmp_path, model=MODEL, protocol="global"):
     return res, _items(out)
 
 
+def _buckets_are_means(res, items, names):
+    """Every `GROUP/METRIC` value of `names` is the mean over its items (a subset, or `KEY=VALUE`
+    for another group key, or all of them); the number of keys checked."""
+    checked = 0
+    for key, value in res["metrics"].items():
+        group, _, name = key.rpartition("/")
+        if name not in names or group == "macro":
+            continue
+        field, _, want = group.partition("=") if "=" in group else ("subset", "", group)
+        mine = [it[name] for it in items if group == "all" or str(it.get(field)) == want]
+        assert mine and value == pytest.approx(sum(mine) / len(mine)), key
+        checked += 1
+    return checked
+
+
 def _first_wins(scores):
     row = scores[0]
     return all(row[0] > x for x in row[1:])
@@ -62,6 +77,7 @@ def test_sugarcrepe_pp_itt_and_tot(sugarcrepe_pp_dir, tmp_path):
         assert res["metrics"][f"{subset}/itt"] == pytest.approx(sum(v) / len(v))
     assert res["metrics"]["macro/itt"] == pytest.approx(sum(sum(v) / len(v) for v in by.values()) / len(by))
     assert {"replace_att/itt", "swap_obj/tot"} <= set(res["metrics"])
+    assert _buckets_are_means(res, items, ("itt", "tot")) >= 4
 
 
 def test_aro_relation_and_attribution_macro_rules(aro_dir, tmp_path):
@@ -110,11 +126,14 @@ def test_winoground_with_tags(winoground_dir, tmp_path):
         image = s[0][0] > s[1][0] and s[1][1] > s[0][1]
         assert (it["text"], it["image"], it["group"]) == (float(text), float(image), float(text and image))
     assert {"all/group", "Object/text", "tag=Relation/image", "secondary_tag=Symbolic/group"} <= set(res["metrics"])
+    assert _buckets_are_means(res, items, ("text", "image", "group", "pair")) == \
+        len([k for k in res["metrics"] if not k.startswith("macro/")])
 
 
 def test_bivlc_from_parquet(bivlc_dir, tmp_path):
     res, items = _run(f"bivlc:{bivlc_dir}", tmp_path)
     assert len(items) == 3 and {"replace_att/text", "swap_att/group", "all/image"} <= set(res["metrics"])
+    assert _buckets_are_means(res, items, ("text", "image", "group")) >= 9
 
 
 def test_bivlc_maps_its_rows_to_i2t_t2i_and_group_on_hand_made_scores(bivlc_dir, tmp_path, monkeypatch):
