@@ -46,6 +46,7 @@ def _ctrl3d(seed: int, per_category: int, categories: tuple[str, ...], splits: t
                      sgi=dict(SGI_3D))
 
 
+@pytest.mark.weights
 def test_sgi_beats_global_on_ood_attribute_swaps():
     b = models.load("builtin")
     bench = _ctrl3d(7, 12, ("color", "size", "material"), ("ood",))
@@ -55,6 +56,7 @@ def test_sgi_beats_global_on_ood_attribute_swaps():
     assert s > 0.5
 
 
+@pytest.mark.weights
 def test_patch_tokens_align_with_text():
     """Pretrained with clip-dense, the model's patch tokens align with caption phrases: late
     interaction over them (TFLocal-LI's start) beats global cosine on OOD attribute swaps."""
@@ -89,18 +91,21 @@ def _sgi_group(category: str, per_category: int, **options) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.weights
 def test_geometry_solves_relations_that_cosine_gets_backwards():
     cos, geo = _sgi_group("relation", 12, relations="cosine"), _sgi_group("relation", 12, relations="geometry")
     assert geo > 0.8 and geo > cos + 0.5, (geo, cos)
 
 
 @pytest.mark.slow
+@pytest.mark.weights
 def test_count_check_lifts_counting_items():
     off, on = _sgi_group("count", 25, counts="off"), _sgi_group("count", 25)  # the 3D ctrl's: `fit`
     assert on > off + 0.2, (on, off)
 
 
 @pytest.mark.slow
+@pytest.mark.weights
 def test_geometry_decides_relations_on_photo_sized_pictures_from_free_text():
     """3D world pictures at a photograph's size (twice the model's, so SGI takes the photo path), captions
     parsed by spaCy as free text, regions = the objects' boxes: cosine cannot tell "A left of B"

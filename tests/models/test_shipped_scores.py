@@ -45,6 +45,7 @@ def shipped_scores(spec: str, protocols=PROTOCOLS, weights: str | None = None) -
 
 @pytest.mark.parametrize("spec", MODELS)
 @pytest.mark.slow
+@pytest.mark.weights
 def test_shipped_model_scores_ctrl_as_when_shipped(spec):
     from safetensors import safe_open
 
