@@ -17,7 +17,7 @@ run on the count items of a built 3D benchmark, with SGI's defaults for it:
 - SGI's group score on count items, ID / OOD.
 
     .venv/bin/unbag world build --style 3d --seed 0 --per-category 100 --procs 2 --out /tmp/ctrl3d
-    .venv/bin/python bench/count3d.py --bench /tmp/ctrl3d --models builtin reship/3d/builtin-pool
+    .venv/bin/python bench/count3d.py --bench /tmp/ctrl3d --models builtin STAGED/builtin-pool
     .venv/bin/python bench/count3d.py --bench /tmp/ctrl3d --regions gt   # the benchmark's own boxes
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ read one object's material alone cannot bind it either. Single objects placed by
    the object's visible pixels), trained on seen objects, tested on both: what the image tower
    holds, whether or not its text side was aligned to it.
 
-    .venv/bin/python bench/recognition3d.py --model reship/3d/builtin
+    .venv/bin/python bench/recognition3d.py --model builtin
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def zero_shot(backend, objs: list, feats: torch.Tensor, attr: str) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="reship/3d/builtin")
+    p.add_argument("--model", default="builtin")
     p.add_argument("--n", type=int, default=300, help="test objects per group (probes train on 4x as many)")
     p.add_argument("--px", type=int, default=64)
     p.add_argument("--seed", type=int, default=5)

@@ -5,7 +5,7 @@ Also prints the group scores so cost and accuracy are read together. `mode=token
 region from only the patch tokens it covers (docs/sgi.md, "Region modes").
 
     .venv/bin/python bench/sgi_cost.py --per-category 100 --model builtin
-    .venv/bin/python bench/sgi_cost.py --bench runs/reship3d/ctrl3d --model reship/3d/builtin-conv
+    .venv/bin/python bench/sgi_cost.py --bench runs/ctrl3d --model builtin
 
 With `--bench DIR` (a ctrl built by `unbag world build`, flat or 3D) the items are that folder's,
 and SGI takes the options the benchmark declares (3D: chroma regions, rows fill), as `unbag eval`.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Retrain the shipped weights on the 3D world, one stage after another. A finished stage leaves its
-# result under reship/3d/ (committed: packed weights, logs and configs, a few MB), so a later
-# session goes on from there; pools and checkpoints live under RUNS_DIR and are rebuilt, bit for
+# result under RUNS_DIR/staged/ (packed weights, logs and configs, a few MB; outside the package,
+# which only scripts/ship3d.py --replace-shipped writes), so a later session goes on from there; pools and checkpoints live under RUNS_DIR and are rebuilt, bit for
 # bit, when missing (pools from their seed; a run resumes from its last checkpoint).
 #   1. the built-in model: `clip-dense` from random weights on a 40,960-sample pool of the 3D
 #      pretraining stream (2026-12-02: the pool in 38 min on one core, 3,000 steps in about 45 min
@@ -37,13 +37,13 @@
 # Shipping (src/unbag/weights/ replaced by B, its overlays and heads): scripts/ship3d.py.
 # Usage: bash scripts/reship3d.sh [RUNS_DIR]
 # Stage 7's (and 9's) heads in two lanes of one thread each, once the overlays are staged, as
-# scripts/reship.sh ran the flat heads (each lane skips what is done and trains only its models' heads):
+# (the flat world's heads were trained the same way) (each lane skips what is done and trains only its models' heads):
 #   MODELS="pretrained ft negclip" OMP_NUM_THREADS=1 bash scripts/reship3d.sh &
 #   MODELS="degla clic" OMP_NUM_THREADS=1 bash scripts/reship3d.sh &
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${1:-runs/reship3d}
-S=reship/3d
+S=$R/staged
 U=.venv/bin/unbag
 PY=.venv/bin/python
 mkdir -p "$R" "$S"
@@ -236,7 +236,7 @@ fi
 # 15. stage 14 gained little over 13 (objects read at 95.2% against 95.0%, with the proposer retrained
 #     the same day: SGI 92.2 / 91.6 against 92.0 / 91.2, count 78 / 75 against 76 / 73): the object
 #     term has about converged. Stage 7 on stage 14's model, the best measured (started 2026-12-05;
-#     each overlay and head is committed under reship/3d/pool-objects5/ as it finishes).
+#     each overlay and head is committed under $S/pool-objects5/ as it finishes).
 everything_from pool-objects5
 # 16. stage 15's demo: default SGI counts at 76.0 / 82.0, under the 85 target; the object term had
 #     about converged at weight 3 (objects read at 95.0% then 95.2%). Stage 14 continued for 1,500
@@ -259,7 +259,7 @@ everything_from pool-objects5
 #     as CLIP's ViT-L/14@336px went on from 224 px (arXiv 2103.00020): its position embeddings resized
 #     to the 12 x 12 grid (models/overlay.py: resize_builtin), 1,500 steps of stage 17's recipe on the
 #     pretraining pool rendered at 96 px, measured on the 3D ctrl at 96 px with SGI's proposer trained
-#     at 96 px (reship/3d/proposer96: python -m unbag.sgi.proposer --px 96 --steps 6000, copied over
+#     at 96 px ($S/proposer96: python -m unbag.training.proposer --px 96 --steps 6000, copied over
 #     src/unbag/weights/proposer3d while measuring). Measured 2026-12-05: SGI 97.0 / 96.2 (stage 14 at
 #     64 px: 92.2 / 91.6); at the demo's size count 86.0 / 87.3 (docs/experiments/2026-12-03-builtin3d.md).
 if [ -z "${MODELS:-}" ]; then
@@ -271,16 +271,16 @@ if [ -z "${MODELS:-}" ]; then
 fi
 # 19. stage 7 on stage 18's model at 96 px: the overlays on the fine-tuning pool rendered at 96 px,
 #     the heads on features of 96 px SWAP items, everything measured on the 3D ctrl at 96 px, with
-#     SGI's proposer trained at 96 px in place (reship/3d/proposer96 copied over
+#     SGI's proposer trained at 96 px in place ($S/proposer96 copied over
 #     src/unbag/weights/proposer3d: the heads' region features and SGI's scores come from it).
 #     Measured 2026-12-05 (100 items per category and split at 96 px): SGI OOD 96-98 on all five
 #     models; FT's global cosine gains ID (color 19 -> 48, material 19 -> 65) more than OOD
 #     (7 -> 18, 14 -> 18); TFRegions on the pretrained model counts at 95 / 89 (64 px: 82 / 79).
 #     The heads ran in two lanes (MODELS="pretrained ft negclip" and MODELS="degla clic").
 #     Shipped 2026-12-06 (the 3D world's default size moved to 96 px, the 96 px proposer shipped):
-#     scripts/ship3d.py --staged reship/3d/pool96 --earlier reship/3d/builtin-pool reship/3d/pool-objects \
-#       reship/3d/pool-objects3 reship/3d/pool-objects4 reship/3d/pool-objects5
+#     scripts/ship3d.py --replace-shipped --staged $S/pool96 --earlier $S/builtin-pool $S/pool-objects \
+#       $S/pool-objects3 $S/pool-objects4 $S/pool-objects5
 #     (docs/experiments/2026-12-06-reship96.md).
 [ "$($PY -c 'import json; print(json.load(open("src/unbag/weights/proposer3d/proposer.json"))["data"]["px"])')" = 96 ] \
-  || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d (reship/3d/proposer96)" >&2; exit 1; }
+  || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d ($S/proposer96)" >&2; exit 1; }
 CTRL=$R/ctrl3d-96 SIZE=96 everything_from pool96

@@ -3,17 +3,18 @@
 
 The staged files name their model by its staged path (`reship/3d/builtin-pool`); shipped, the model
 is `builtin`, so each overlay's `base` and each head's `backbone` are rewritten to the shipped
-names, the staged one kept beside it (`staged_as`). Heads check their backbone by a hash of its
+names. Heads check their backbone by a hash of its
 weights, which shipping does not change: the script loads every shipped model and checks it.
 A model that continued earlier staged runs (`pool-objects5` continued `pool-objects4`, which
-continued ... `builtin-pool`) ships their logs and configs too (`--earlier`, each as
-`log-<stage>.jsonl` and `train_config-<stage>.json`, named by its staged folder), and the staged TRAINING.md and the methods' and
-heads' READMEs (written with what they describe) become the shipped ones. Every staged file is
-checked before anything is written; the new weights folder is built beside the old one and swapped in whole.
+continued ... `builtin-pool`) ships their configs too (`--earlier`, each as
+`train_config-<stage>.json`, named by its staged folder: the recipe; their logs stay staged), and
+the staged TRAINING.md and the methods' and heads' READMEs (written with what they describe) become
+the shipped ones. Every staged file is checked before anything is written; only with
+`--replace-shipped` is the new weights folder built beside the old one and swapped in whole.
 
-    .venv/bin/python scripts/ship3d.py [--staged reship/3d/builtin-pool]
-    .venv/bin/python scripts/ship3d.py --staged reship/3d/pool-objects5 --earlier reship/3d/builtin-pool \
-        reship/3d/pool-objects reship/3d/pool-objects3 reship/3d/pool-objects4
+    .venv/bin/python scripts/ship3d.py --staged STAGED/pool96 --earlier STAGED/builtin-pool STAGED/pool-objects \
+        STAGED/pool-objects3 STAGED/pool-objects4 STAGED/pool-objects5            # checks and lists
+    .venv/bin/python scripts/ship3d.py ... --replace-shipped                      # ships
 """
 from __future__ import annotations
 
@@ -40,7 +41,6 @@ def plan(staged: Path, earlier: list[Path]) -> dict[str, tuple[Path, dict | None
            "methods/README.md": (staged / "methods" / "README.md", None),
            "heads/README.md": (staged / "heads" / "README.md", None)}
     for run in earlier:
-        out[f"builtin/log-{run.name}.jsonl"] = (run / "log.jsonl", None)
         out[f"builtin/train_config-{run.name}.json"] = (run / "train_config.json", None)
     for m in METHODS:
         src = staged / "methods" / m
@@ -58,15 +58,22 @@ def plan(staged: Path, earlier: list[Path]) -> dict[str, tuple[Path, dict | None
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--staged", type=Path, default=ROOT / "reship" / "3d" / "builtin-pool")
+    p.add_argument("--staged", type=Path, required=True, help="the staged model folder (with methods/ and heads/)")
+    p.add_argument("--replace-shipped", action="store_true",
+                   help="replace src/unbag/weights; without it the staged files are checked and listed, nothing written")
     p.add_argument("--earlier", type=Path, nargs="*", default=[],
-                   help="the staged runs the model continued, first to last (their logs and configs "
-                        "ship too, as log-<folder>.jsonl and train_config-<folder>.json)")
+                   help="the staged runs the model continued, first to last (their configs ship too, "
+                        "as train_config-<folder>.json)")
     a = p.parse_args()
     files = plan(a.staged, a.earlier)
     missing = [str(src) for src, _ in files.values() if not src.is_file()]
     if missing:
         sys.exit(f"ship3d: {len(missing)} staged files missing (stage 7 not finished?), first: {missing[:5]}")
+    if not a.replace_shipped:  # the shipped weights are replaced only when asked by name
+        for rel, (src, _) in sorted(files.items()):
+            print(f"{src} -> {W / rel}")
+        print(f"ship3d: {len(files)} staged files checked; run again with --replace-shipped to ship them")
+        return
     new = W.with_name(".weights-ship.tmp")
     if new.exists():
         shutil.rmtree(new)  # a half-built tree of an earlier run of this script
@@ -78,9 +85,7 @@ def main() -> None:
             shutil.copy2(src, dest)
             continue
         record = json.loads(src.read_text())
-        for key, value in fields.items():
-            record["staged_as"] = record[key]
-            record[key] = value
+        record.update(fields)
         dest.write_text(json.dumps(record, indent=2) + "\n")
     old = W.with_name(".weights-old.tmp")
     W.rename(old)
