@@ -22,7 +22,7 @@
 #      on each of the five models, everything measured on the 3D ctrl.
 #   8. stage 4's recipe on a ViT whose stem is conv + max-pool blocks (`unbag-tiny-pool`), measured.
 #   9. stage 7 on stage 8's model (not continued first, as stage 6 continued stage 4;
-#      docs/experiments/2026-12-04-count3d.md).
+#      docs/log.md).
 #  10. stage 8's recipe with the image embedding the maximum of the patch tokens
 #      (`unbag-tiny-poolmax`), measured.
 #  11. stage 8 continued as stage 6 continued stage 4, with `clip-regions` (each picture's objects
@@ -204,15 +204,15 @@ everything_from conv-more  # stage 6: SGI 71.4 / 82.2, global 13.2 / 27.0 (stage
 [ -n "${MODELS:-}" ] || pretrain builtin-pool unbag-tiny-pool
 # 9. stage 7 on stage 8's model: at the demo's size it reads SGI OOD 91.8 / 98.5 / 91.0 / 58.2 /
 #    92.5 against stage 6's 89.5 / 98.5 / 85.8 / 56.7 / 90.8, for 1.6x the paper's SGI time
-#    (docs/experiments/2026-12-04-count3d.md); shipped 2026-12-04 (the demo in 593 s;
-#    docs/experiments/2026-12-04-reship-pool.md)
+#    (docs/log.md); shipped 2026-12-04 (the demo in 593 s;
+#    docs/log.md)
 everything_from builtin-pool
 # 10. stage 8 with the image embedding the maximum of the patch tokens (`unbag-tiny-poolmax`,
 #     models/token_pool.py): trained alone on single objects, that tower reads shape at 99.1% where
 #     stage 8's reads 91.1% through its class token (bench/shape_capacity3d.py,
-#     docs/experiments/2026-12-04-count3d.md), and shape is what counting misses; stage 4's recipe.
+#     docs/log.md), and shape is what counting misses; stage 4's recipe.
 #     Measured 2026-12-05: SGI 81.6 / 86.4 (stage 8: 81.8 / 86.8), count 58 / 55 (55 / 58), an
-#     object's shape read in scenes at 90.8% (90.0%): not shipped (docs/experiments/2026-12-03-builtin3d.md)
+#     object's shape read in scenes at 90.8% (90.0%): not shipped (docs/log.md)
 [ -n "${MODELS:-}" ] || pretrain builtin-poolmax unbag-tiny-poolmax
 # 11. SGI reads each object alone (its box, the rest filled) and counting needs each read right; the
 #     pretrained model reads an object's shape there at about 90% (bench/count3d.py). Stage 8
@@ -243,25 +243,25 @@ everything_from pool-objects5
 #     steps with the object term weighted 10 (the capacity of the small towers moved towards
 #     reading single objects, at the cost of what the whole-scene terms teach, measured beside it).
 #     Measured 2026-12-05: SGI 92.8 / 91.6 (stage 14: 92.2 / 91.6), count 79 / 73 (78 / 75), objects
-#     read at 95.5% (95.2%): the object term is saturated; not shipped (docs/experiments/2026-12-03-builtin3d.md).
+#     read at 95.5% (95.2%): the object term is saturated; not shipped (docs/log.md).
 [ -n "${MODELS:-}" ] || more pool-objects6 0 pool-objects5 clip-regions 15 --object-weight 10
 # 17. bench/object_reading3d.py: the built-in tower trained on shape labels alone reads the counted
 #     objects at 97.5%, the model at 96.4%. Stage 14 continued for 1,500 steps with the object term
 #     weighted 3 as in stages 12-14 and a second term among the descriptions alike but for their noun
 #     (`--noun-weight 3`: the choice a count check makes), seed 16.
 #     Measured 2026-12-05: SGI 93.2 / 92.2 (stage 14: 92.2 / 91.6); at the demo's size count 79.8 / 82.5
-#     (76.0 / 82.0), objects read at 96.3% (95.8%): not shipped (docs/experiments/2026-12-03-builtin3d.md).
+#     (76.0 / 82.0), objects read at 96.3% (95.8%): not shipped (docs/log.md).
 [ -n "${MODELS:-}" ] || more pool-objects-nouns 0 pool-objects5 clip-regions 16 --object-weight 3 --noun-weight 3
 # 18. bench/object_reading3d.py --count: at 64 px no reader of the shipped embedding counts past
 #     83-87 OOD even with the benchmark's boxes; at 96 px the built-in tower reads the counted objects
-#     at 98.3% (97.5%) and counts 86.3 / 88.5 through SGI's check (docs/experiments/2026-12-04-count3d.md).
+#     at 98.3% (97.5%) and counts 86.3 / 88.5 through SGI's check (docs/log.md).
 #     Pretraining again at 96 px costs ~3 h of training; instead stage 14's model goes on at 96 px
 #     as CLIP's ViT-L/14@336px went on from 224 px (arXiv 2103.00020): its position embeddings resized
 #     to the 12 x 12 grid (models/overlay.py: resize_builtin), 1,500 steps of stage 17's recipe on the
 #     pretraining pool rendered at 96 px, measured on the 3D ctrl at 96 px with SGI's proposer trained
 #     at 96 px ($S/proposer96: python -m unbag.training.proposer --px 96 --steps 6000, copied over
 #     src/unbag/weights/proposer3d while measuring). Measured 2026-12-05: SGI 97.0 / 96.2 (stage 14 at
-#     64 px: 92.2 / 91.6); at the demo's size count 86.0 / 87.3 (docs/experiments/2026-12-03-builtin3d.md).
+#     64 px: 92.2 / 91.6); at the demo's size count 86.0 / 87.3 (docs/log.md).
 if [ -z "${MODELS:-}" ]; then
   [ -f "$S/pool96/weights.safetensors" ] || [ -f "$S/pool96-init/weights.safetensors" ] || $PY -c \
       "from unbag.shipping import resize_builtin; resize_builtin('$S/pool-objects5', 96, '$S/pool96-init')"
@@ -280,7 +280,7 @@ fi
 #     Shipped 2026-12-06 (the 3D world's default size moved to 96 px, the 96 px proposer shipped):
 #     scripts/ship3d.py --replace-shipped --staged $S/pool96 --earlier $S/builtin-pool $S/pool-objects \
 #       $S/pool-objects3 $S/pool-objects4 $S/pool-objects5
-#     (docs/experiments/2026-12-06-reship96.md).
+#     (docs/model-card.md).
 [ "$($PY -c 'import json; print(json.load(open("src/unbag/weights/proposer3d/proposer.json"))["data"]["px"])')" = 96 ] \
   || { echo "stage 19 needs SGI's 96 px proposer in src/unbag/weights/proposer3d ($S/proposer96)" >&2; exit 1; }
 CTRL=$R/ctrl3d-96 SIZE=96 everything_from pool96

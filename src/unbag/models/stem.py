@@ -14,7 +14,7 @@ batch norm: an image's embedding never depends on its batch.
 pooling, at each halving. Trained alone on single 3D objects it reads shape at 91% where `conv`
 reads it at 83%, for about four times the stem's multiply-adds (11M a 64 px picture against 3M;
 the built-in transformer above it costs 9M): bench/shape_capacity3d.py,
-docs/experiments/2026-12-03-builtin3d.md.
+docs/log.md.
 
 A model config names its stem as `"unbag_stem": "conv"` (or `"pool"`) beside open_clip's keys;
 unbag builds such a model itself (open_clip's factory does not know the key), from its own configs

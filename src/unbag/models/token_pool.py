@@ -4,10 +4,10 @@ open_clip's ViT pools its class token (`tok`) or the mean of its patch tokens (`
 the maximum over its feature map instead, and on the 3D world that is what reads a small object's
 shape: trained from scratch on single objects at 64 px, the built-in ViT shape with the pool stem
 reads shape at 91% through its class token and at 99% through the maximum of its patch tokens
-(`bench/shape_capacity3d.py`, docs/experiments/2026-12-04-count3d.md). A small object fills one
+(`bench/shape_capacity3d.py`, docs/log.md). A small object fills one
 token of 64; a maximum keeps it where a class token or a mean dilutes it. Pretrained with the
 built-in recipe, though, it reads shapes in scenes no better (90.8% against 90.0%) and SGI's counts
-do not move (docs/experiments/2026-12-03-builtin3d.md, stage 10): a candidate, not the built-in.
+do not move (docs/log.md, stage 10): a candidate, not the built-in.
 
 A model config asks for it with `"unbag_pool": "max"` beside open_clip's keys (stem.py builds
 such a model). Only the pooled embedding changes: ln_post and the projection apply as before, and

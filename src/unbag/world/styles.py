@@ -15,7 +15,7 @@ STYLES = ("flat", "3d")
 DEFAULT = "3d"
 # the side in pixels a world's pictures are drawn at unless asked otherwise: the input size of the
 # built-in model of that world (3D: 96 px since 2026-12-06, where a small object is wide enough for
-# its shape to be read and counted; docs/experiments/2026-12-04-count3d.md)
+# its shape to be read and counted; docs/log.md)
 PX_FLAT, PX_3D = 64, 96
 SIZES = {"flat": PX_FLAT, "3d": PX_3D}
 

@@ -3,7 +3,7 @@
 SGI reads a scene one region at a time: each object's box, the rest of the picture filled
 (docs/sgi.md, mask mode), sent through the image tower. A model pretrained on whole scenes and
 their captions never sees such a picture, and it reads an object's shape there at about 90%
-(docs/experiments/2026-12-04-count3d.md), where counting needs about 97%. `clip-regions` adds
+(docs/log.md), where counting needs about 97%. `clip-regions` adds
 that input to pretraining: for every picture of the batch one of its objects, cut out as SGI's
 mask mode shows it (`training/data.py`, `WorldSource.object_view`: the object's box, each edge
 moved by up to a pixel, the rest filled with each row's median on the 3D world), and a
