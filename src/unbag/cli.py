@@ -155,40 +155,23 @@ def _eval(a: argparse.Namespace) -> None:
 
 def _sgi_options(a: argparse.Namespace) -> dict:
     """The SGI flags that were given (the protocol refuses them unless it is an SGI protocol)."""
-    opts = {"regions": a.regions, "mode": a.region_mode, "assign": a.assign, "match": a.match,
-            "mix": a.mix, "segmenter": a.segmenter, "cache_dir": a.cache_dir, "relations": a.relations,
-            "relation_weight": a.relation_weight, "scales": a.scales, "phases": a.phases,
-            "counts": a.counts, "count_weight": a.count_weight, "frame": a.frame, "fill": a.fill}
-    return {k: v for k, v in opts.items() if v is not None}
+    from dataclasses import fields
+
+    from .sgi.config import SGIConfig
+    return {f.name: getattr(a, f.name) for f in fields(SGIConfig) if getattr(a, f.name) is not None}
 
 
 def _add_sgi_options(e: argparse.ArgumentParser) -> None:
+    """A flag for each SGI option (SGIConfig's fields and their help); none given: the preset's."""
+    from dataclasses import fields
+
+    from .sgi.config import SGIConfig
     g = e.add_argument_group("SGI options (--protocol sgi or sgi:paper; they override the preset)")
-    g.add_argument("--regions", default=None, help="gt | grid | proposals | blobs | selective | chroma | objects "
-                   "(3D scenes: colour components, or the learned proposer), optionally +groups (defaults: "
-                   "objects on the 3D ctrl, blobs+groups on the flat ctrl, selective on photos and free images)")
-    g.add_argument("--region-mode", default=None, help="mask (default: keep in place) | tokens (a ViT encodes only the "
-                   "patches a region covers: faster, weaker; docs/sgi.md) | crop (zoom)")
-    g.add_argument("--assign", default=None, help="max (default, the paper's) | hungarian (one-to-one)")
-    g.add_argument("--match", default=None, help="kind (default: object segments -> single regions) | all")
-    g.add_argument("--mix", type=float, default=None, help="weight of the global score (default 0)")
-    g.add_argument("--segmenter", default=None, help="auto (default) | spacy | rules")
-    g.add_argument("--relations", default=None, help="geometry (default: also check left/right/above/below/"
-                   "front/behind between the chosen regions) | cosine (the paper's)")
-    g.add_argument("--counts", default=None, help="check (default: a counted phrase must fit as many single "
-                   "regions as it says) | fit (the same, counting only regions that fit a description better than "
-                   "its average region: the 3D ctrl's default) | off (the paper's)")
-    g.add_argument("--count-weight", type=float, default=None, help="weight of the count check (0.3)")
-    g.add_argument("--relation-weight", type=float, default=None, help="weight of the geometry check (0.1)")
-    g.add_argument("--scales", default=None, help="grid window sides as fractions, e.g. 0.5,0.333")
-    g.add_argument("--phases", type=int, default=None, help="mask mode: encode each region at N shifts "
-                   "against the patch grid (diagonal, k/N of a patch) and average (default 2; the 3D ctrl and photos 1 = one view)")
-    g.add_argument("--frame", default=None, help="non-square images: pad (default: pad to a square with the "
-                   "background colour, nothing lost) | crop (the square the encoder's preprocessing keeps)")
-    g.add_argument("--fill", default=None, help="mask mode: what replaces the picture outside a region: median "
-                   "(default: its median colour) | rows (each row's median: a floor seen in perspective; the 3D "
-                   "ctrl's default)")
-    g.add_argument("--cache-dir", default=None, help="keep region features on disk here")
+    for f in fields(SGIConfig):
+        kind = {"float": float, "int": int}.get(str(f.type), None)  # the rest are read as given (scales: "0.5,0.333")
+        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+        g.add_argument(flag, dest=f.name, default=None, metavar=flag[2:].upper().replace("-", "_"),
+                       help=f.metadata["help"], **({"type": kind} if kind else {}))
 
 
 def _explain(a: argparse.Namespace) -> None:
@@ -254,10 +237,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         _default_showwarning(message, category, filename, lineno, file, line)
 
 
-def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParser:
+def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argparse.ArgumentParser:
     """The command line's parser; `methods`: list the registered methods and their own flags in
-    `train`, `benches`: the registered benchmarks in `eval` (both import torch: main leaves each out
-    unless the command is the one that lists it)."""
+    `train`, `benches`: the registered benchmarks in `eval`, `sgi`: SGI's flags in `eval` and
+    `explain` (they import torch or numpy: main leaves each out unless the command takes it)."""
     from . import __version__
 
     p = argparse.ArgumentParser(prog="unbag", description="Measure and improve binding in dual encoders.")
@@ -379,7 +362,8 @@ def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParse
                    "recorded in the results)")
     e.add_argument("--overwrite", action="store_true", help="replace --out (and its .items.jsonl) even if unbag "
                    "did not write them (never a benchmark's own file)")
-    _add_sgi_options(e)
+    if sgi:
+        _add_sgi_options(e)
     e.set_defaults(fn=_eval)
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
@@ -465,14 +449,16 @@ def parser(methods: bool = True, benches: bool = True) -> argparse.ArgumentParse
     x.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     x.add_argument("--overwrite", action="store_true", help="replace --out even if unbag did not draw it (never "
                    "the --image explained)")
-    _add_sgi_options(x)
+    if sgi:
+        _add_sgi_options(x)
     x.set_defaults(fn=_explain)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    args = parser(methods=given[:1] == ["train"], benches=given[:1] == ["eval"]).parse_args(argv)
+    args = parser(methods=given[:1] == ["train"], benches=given[:1] == ["eval"],
+                  sgi=given[:1] in (["eval"], ["explain"])).parse_args(argv)
     if getattr(args, "quiet", False):  # transformers' and the hub's bars too (read when they are imported)
         import os
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"

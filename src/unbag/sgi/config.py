@@ -1,7 +1,7 @@
 """SGI's options: SGIConfig, what each takes and what a result records of it (docs/sgi.md)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import UnbagError
 from .regions import FILLS, FRAMES, RegionConfig
@@ -12,26 +12,46 @@ RELATIONS = ("cosine", "geometry")
 COUNTS = ("off", "check", "fit")
 
 
+def _opt(default, help: str, flag: str | None = None):
+    """A field of SGIConfig with its command-line help (the CLI's flags are made from these:
+    `--NAME`, or `flag`)."""
+    return field(default=default, metadata={"help": help, **({"flag": flag} if flag else {})})
+
+
 @dataclass
 class SGIConfig:
     """Options of the `sgi` protocol (all recorded in the results JSON)."""
-    regions: str = "blobs+groups"
-    mode: str = "mask"
-    assign: str = "max"
-    match: str = "kind"
-    mix: float = 0.0
-    segmenter: str = "auto"  # auto: the benchmark's own segments when it has them, else spaCy
-    relations: str = "geometry"  # also check the spatial predicate on the chosen regions; cosine: do not
-    relation_weight: float = 0.1
-    scales: tuple[float, ...] = (0.5, 1 / 3)
-    phases: int = 2  # mask mode: each region encoded at this many shifts against the patch grid, averaged
-    frame: str = "pad"  # mask mode, non-square images: pad to a square (nothing lost) | crop (the encoder's)
-    fill: str = "median"  # mask mode: what replaces the picture outside a region (median colour | each row's)
+    regions: str = _opt("blobs+groups", "gt | grid | proposals | blobs | selective | chroma | objects (3D scenes: colour "
+                        "components, or the learned proposer), optionally +groups (defaults: objects on the 3D ctrl, "
+                        "blobs+groups on the flat ctrl, selective on photos and free images)")
+    mode: str = _opt("mask", "mask (default: keep in place) | tokens (a ViT encodes only the patches a region covers: "
+                     "faster, weaker; docs/sgi.md) | crop (zoom)", flag="--region-mode")
+    assign: str = _opt("max", "max (default, the paper's) | hungarian (one-to-one)")
+    match: str = _opt("kind", "kind (default: object segments -> single regions) | all")
+    mix: float = _opt(0.0, "weight of the global score (default 0)")
+    # auto: the benchmark's own segments when it has them, else spaCy
+    segmenter: str = _opt("auto", "auto (default) | spacy | rules")
+    # also check the spatial predicate on the chosen regions; cosine: do not
+    relations: str = _opt("geometry", "geometry (default: also check left/right/above/below/front/behind between the "
+                          "chosen regions) | cosine (the paper's)")
+    relation_weight: float = _opt(0.1, "weight of the geometry check (0.1)")
+    scales: tuple[float, ...] = _opt((0.5, 1 / 3), "grid window sides as fractions, e.g. 0.5,0.333")
+    # mask mode: each region encoded at this many shifts against the patch grid, averaged
+    phases: int = _opt(2, "mask mode: encode each region at N shifts against the patch grid (diagonal, k/N of a "
+                       "patch) and average (default 2; the 3D ctrl and photos 1 = one view)")
+    # mask mode, non-square images: pad to a square (nothing lost) | crop (the encoder's)
+    frame: str = _opt("pad", "non-square images: pad (default: pad to a square with the background colour, nothing "
+                      "lost) | crop (the square the encoder's preprocessing keeps)")
+    # mask mode: what replaces the picture outside a region (median colour | each row's)
+    fill: str = _opt("median", "mask mode: what replaces the picture outside a region: median (default: its median "
+                     "colour) | rows (each row's median: a floor seen in perspective; the 3D ctrl's default)")
     # counted phrases must fit as many single regions as they say; fit: counting only the regions
     # that fit a description better than its average region (scenes with other objects); off: do not
-    counts: str = "check"
-    count_weight: float = 0.3
-    cache_dir: str | None = None
+    counts: str = _opt("check", "check (default: a counted phrase must fit as many single regions as it says) | fit "
+                       "(the same, counting only regions that fit a description better than its average region: the "
+                       "3D ctrl's default) | off (the paper's)")
+    count_weight: float = _opt(0.3, "weight of the count check (0.3)")
+    cache_dir: str | None = _opt(None, "keep region features on disk here")
 
     def __post_init__(self):
         if self.assign not in ASSIGN:
