@@ -241,3 +241,20 @@ def test_a_release_unpacked_with_its_top_folder_reads_the_same(name, fixture, to
         a, b = benchmarks.load(f"{name}:{src}"), benchmarks.load(f"{name}:{tmp_path / 'dl'}")
     assert [it.id for it in a.items] == [it.id for it in b.items] and b.spec == f"{name}:{tmp_path / 'dl'}"
     assert [it.captions for it in a.items] == [it.captions for it in b.items]
+
+
+def test_a_duplicated_record_is_refused_naming_both_places(svo_probes_dir, colorswap_dir, tmp_path):
+    import shutil
+
+    svo = tmp_path / "svo"
+    shutil.copytree(svo_probes_dir, svo)
+    lines = (svo / "svo_probes.csv").read_text().splitlines(keepends=True)
+    (svo / "svo_probes.csv").write_text("".join(lines + [lines[1]]))  # row 0 again, as line 7
+    with pytest.raises(UnbagError, match=r"svo_probes\.csv:7: duplicate id 'svo-0' \(also at .*svo_probes\.csv:2\)"):
+        benchmarks.load(f"svo-probes:{svo}")
+    cs = tmp_path / "cs"
+    shutil.copytree(colorswap_dir, cs)
+    recs = json.loads((cs / "test.json").read_text())
+    (cs / "test.json").write_text(json.dumps(recs + [recs[0]]))
+    with pytest.raises(UnbagError, match="duplicate id"):
+        benchmarks.load(f"colorswap:{cs}")
