@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import UnbagError
-from .regions import FILLS, FRAMES, RegionConfig
+from .regions import FILLS, FRAMES, REGION_SOURCES, RegionConfig
 
 ASSIGN = ("max", "hungarian")
 MATCH = ("kind", "all")
@@ -100,9 +100,9 @@ class SGIConfig:
         """The options as a result records them; with learned regions, the proposer's weights too
         (other weights find other boxes, so a result made with them is not reused)."""
         out = {k: v for k, v in asdict(self).items() if k != "cache_dir"}
-        if self.region_cfg.source == "objects":
-            from .proposer import weights_id
-            out["proposer"] = weights_id()
+        learned = REGION_SOURCES[self.region_cfg.source].weights_id
+        if learned is not None:
+            out["proposer"] = learned()
         return out
 
 

@@ -19,7 +19,17 @@ from ..scoring.encode import unique
 from . import segments as seg
 from .cache import RegionCache
 from .config import SGIConfig
-from .regions import background_color, frame_regions_many, framed, masked, masked_shifted, patch_cover, phase_offsets, row_fill
+from .regions import (
+    REGION_SOURCES,
+    background_color,
+    frame_regions_many,
+    framed,
+    masked,
+    masked_shifted,
+    patch_cover,
+    phase_offsets,
+    row_fill,
+)
 
 
 def box_of(region) -> tuple[float, float, float, float]:
@@ -226,7 +236,7 @@ def encode_regions(backend: Backend, bench: Benchmark, cfg: SGIConfig, batch_siz
         for start in range(0, len(slots), CHUNK):
             chunk = slots[start:start + CHUNK]
             arrs = [np.asarray(load_image(refs[i], wheres[i], bench.image_size)) for _, i in chunk]
-            if cfg.region_cfg.source == "gt":
+            if REGION_SOURCES[cfg.region_cfg.source].given:
                 for arr, (_, i) in zip(arrs, chunk):
                     _check_boxes(gts[i] or [], arr.shape[:2], wheres[i])
             pixels = [image_key(a) for a in arrs]

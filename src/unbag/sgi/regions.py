@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from ..errors import UnbagError
 Box = tuple[int, int, int, int]
 Region = tuple[Box, ...]
 
-SOURCES = ("gt", "grid", "selective", "proposals", "blobs", "chroma", "objects")
 MODES = ("mask", "tokens", "crop")  # tokens: a ViT encodes only the patches a region covers
 
 
@@ -52,8 +52,8 @@ class RegionConfig:
         """'proposals+groups', 'gt', 'grid' ... -> RegionConfig."""
         parts = spec.split("+")
         source, rest = parts[0], parts[1:]
-        if source not in SOURCES or any(r != "groups" for r in rest):
-            raise UnbagError(f"unknown region source {spec!r}; use one of {', '.join(SOURCES)}, "
+        if source not in REGION_SOURCES or any(r != "groups" for r in rest):
+            raise UnbagError(f"unknown region source {spec!r}; use one of {', '.join(REGION_SOURCES)}, "
                              "optionally with '+groups'")
         if mode not in MODES:
             raise UnbagError(f"unknown region mode {mode!r}; use one of {', '.join(MODES)}")
@@ -330,30 +330,56 @@ def regions_for(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None)
 
 def base_boxes(img: np.ndarray, cfg: RegionConfig, gt: list[Box] | None = None) -> list[Box]:
     """The single regions' boxes of one image under a config."""
-    h, w = img.shape[:2]
-    if cfg.source == "gt":
-        if gt is None:
-            raise UnbagError("region source 'gt' needs a benchmark that ships boxes")
-        return [tuple(int(v) for v in b) for b in gt]
-    if cfg.source == "grid":
-        return grid_boxes(w, h, cfg.scales, cfg.overlap)
-    if cfg.source == "blobs":
-        return blob_boxes(img, cfg.pad)
-    if cfg.source == "selective":
-        return selective_boxes(img, cfg.k)
-    if cfg.source == "chroma":
-        return chroma_boxes(img)
-    if cfg.source == "objects":
-        return base_boxes_many([img], cfg, [gt])[0]
-    return proposal_boxes(img, cfg.pad)
+    return base_boxes_many([img], cfg, [gt])[0]
 
 
 def base_boxes_many(imgs: list[np.ndarray], cfg: RegionConfig, gts: list) -> list[list[Box]]:
-    """`base_boxes` of many pictures: a learned source runs its network over them in batches."""
-    if cfg.source == "objects":  # learned on the 3D world's training stream (proposer.py)
-        from .proposer import object_boxes_many
-        return object_boxes_many(imgs)
-    return [base_boxes(img, cfg, gt) for img, gt in zip(imgs, gts)]
+    """`base_boxes` of many pictures (a learned source runs its network over them in batches)."""
+    return REGION_SOURCES[cfg.source].boxes(imgs, cfg, gts)
+
+
+def _each(find: Callable[[np.ndarray, RegionConfig], list[Box]]):
+    """A source that looks at one picture at a time."""
+    return lambda imgs, cfg, gts: [find(img, cfg) for img in imgs]
+
+
+def _given(imgs: list[np.ndarray], cfg: RegionConfig, gts: list) -> list[list[Box]]:
+    if any(gt is None for gt in gts):
+        raise UnbagError("region source 'gt' needs a benchmark that ships boxes")
+    return [[tuple(int(v) for v in b) for b in gt] for gt in gts]
+
+
+def _objects(imgs: list[np.ndarray], cfg: RegionConfig, gts: list) -> list[list[Box]]:
+    from .proposer import object_boxes_many  # learned on the 3D world's training stream (proposer.py)
+    return object_boxes_many(imgs)
+
+
+def _proposer_id() -> str:
+    from .proposer import weights_id
+    return weights_id()
+
+
+@dataclass(frozen=True)
+class RegionSource:
+    """A region source (`--regions NAME`): its boxes for a batch of pictures (and their benchmark
+    boxes, for `gt`), whether the full picture joins its regions by default, whether it reads the
+    benchmark's boxes, and for a learned one the id of its weights (results record it)."""
+    boxes: Callable[[list[np.ndarray], RegionConfig, list], list[list[Box]]]
+    full: bool = False
+    given: bool = False
+    weights_id: Callable[[], str] | None = None
+
+
+REGION_SOURCES: dict[str, RegionSource] = {
+    "gt": RegionSource(_given, given=True),
+    "grid": RegionSource(_each(lambda img, cfg: grid_boxes(img.shape[1], img.shape[0], cfg.scales, cfg.overlap)),
+                         full=True),
+    "selective": RegionSource(_each(lambda img, cfg: selective_boxes(img, cfg.k)), full=True),
+    "proposals": RegionSource(_each(lambda img, cfg: proposal_boxes(img, cfg.pad))),
+    "blobs": RegionSource(_each(lambda img, cfg: blob_boxes(img, cfg.pad))),
+    "chroma": RegionSource(_each(lambda img, cfg: chroma_boxes(img))),
+    "objects": RegionSource(_objects, weights_id=_proposer_id),
+}
 
 
 def with_groups(base: list[Box], cfg: RegionConfig, w: int, h: int) -> list[Region]:
@@ -363,7 +389,7 @@ def with_groups(base: list[Box], cfg: RegionConfig, w: int, h: int) -> list[Regi
     if cfg.groups and 2 <= singles <= cfg.max_group_base:
         for k in range(2, min(cfg.max_group, singles) + 1):
             regions += [tuple(r[0] for r in c) for c in itertools.combinations(regions[:singles], k)]
-    full = cfg.full if cfg.full is not None else cfg.source in ("grid", "selective")
+    full = cfg.full if cfg.full is not None else REGION_SOURCES[cfg.source].full
     if (full or not regions) and ((0, 0, w, h),) not in regions:
         regions.append(((0, 0, w, h),))
     return regions
