@@ -46,3 +46,13 @@ def test_docs_sgi_md_options_and_defaults_are_the_codes():
         first = re.match(r"\s*`?([^`;( ]+)`?", default).group(1)  # the general default, before per-benchmark ones
         want = defaults[flags[flag]]
         assert first == str(want) or (isinstance(want, float) and float(first) == want), (flag, first, want)
+
+
+def test_every_head_option_with_help_is_a_train_flag():
+    from unbag.heads import HeadConfig
+
+    p = parser(methods=True, benches=False, sgi=False)
+    train = p._subparsers._group_actions[0].choices["train"]
+    flags = {s for a in train._actions for s in a.option_strings}
+    named = {"--" + f.name.replace("_", "-") for f in fields(HeadConfig) if "help" in f.metadata}
+    assert named and named <= flags and {"--kind", "--dim", "--patches"}.isdisjoint(flags)

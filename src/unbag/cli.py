@@ -28,6 +28,21 @@ def _train(a: argparse.Namespace) -> None:
     print(f"{'head' if a.method in HEADS else 'model'} written to {out}")
 
 
+def _add_head_options(t: argparse.ArgumentParser) -> None:
+    """A flag for each head option a user sets (HeadConfig's fields with help)."""
+    import dataclasses
+
+    from .heads import HeadConfig
+
+    for f in dataclasses.fields(HeadConfig):
+        if "help" in f.metadata:
+            flag = "--" + f.name.replace("_", "-")
+            if str(f.type) == "bool":
+                t.add_argument(flag, action="store_true", help=f.metadata["help"])
+            else:
+                t.add_argument(flag, type=int if str(f.type) == "int" else str, default=None, help=f.metadata["help"])
+
+
 def _add_method_options(g: argparse._ArgumentGroup) -> None:
     """A flag for each option a training objective declares (its dataclass fields), named by it."""
     import dataclasses
@@ -298,12 +313,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
                    "pretraining-siblings] (the default world; world-flat: and world3d: name one) | pool:DIR | csv:PATH | "
                    "jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR for the heads")
-    t.add_argument("--text", default=None, help="heads: phrases (default; each encoded alone) | tokens")
-    t.add_argument("--width", type=int, default=None, help="heads: transformer width (64)")
-    t.add_argument("--layers", type=int, default=None, help="heads: layers (1)")
-    t.add_argument("--early", action="store_true", help="tflocal: attend to first-block patches too")
-    t.add_argument("--calibrate", action="store_true", help="tflocal-li: each phrase's score less its closest "
-                   "one-word change's (docs/heads.md)")
+    if methods:
+        _add_head_options(t)
     t.add_argument("--no-hard-negatives", action="store_true", help="heads on caption data: leave each "
                    "caption's hard negative out of the loss (the paper's variant without them)")
     t.add_argument("--steps", type=int, default=None, help="optimisation steps (1000)")

@@ -8,7 +8,7 @@ them, the features it needs beyond the cache (`bench_fields`) and what it adds t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -23,16 +23,21 @@ if TYPE_CHECKING:
 
 @dataclass
 class HeadConfig:
-    """Architecture of an alignment head (saved with its checkpoint)."""
+    """Architecture of an alignment head (saved with its checkpoint). A field with `help` is a
+    `unbag train` flag of its own (`--NAME`); the others follow from the feature cache."""
     kind: str = "tflocal"  # a registered head's name (HEADS)
-    text: str = "phrases"  # phrases (each phrase encoded alone) | tokens (the whole caption's tokens)
+    # phrases (each phrase encoded alone) | tokens (the whole caption's tokens)
+    text: str = field(default="phrases", metadata={"help": "heads: phrases (default; each encoded alone) | tokens"})
     dim: int = 64  # joint-space width of the frozen backbone
-    width: int = 64
-    layers: int = 1
-    heads: int = 4
+    width: int = field(default=64, metadata={"help": "heads: transformer width (64)"})
+    layers: int = field(default=1, metadata={"help": "heads: layers (1)"})
+    heads: int = field(default=4, metadata={"help": "heads: attention heads per layer (4)"})
     patches: int = 64  # number of image tokens the head attends to (patches or regions)
-    early: bool = False  # patch heads: attend to first-block patches as well as final ones
-    calibrate: bool = False  # heads that calibrate, when scoring: each phrase's score less its closest one-word change's
+    # patch heads: attend to first-block patches as well as final ones
+    early: bool = field(default=False, metadata={"help": "tflocal: attend to first-block patches too"})
+    # heads that calibrate, when scoring: each phrase's score less its closest one-word change's
+    calibrate: bool = field(default=False, metadata={"help": "tflocal-li: each phrase's score less its closest "
+                                                             "one-word change's (docs/heads.md)"})
 
 
 class Head(nn.Module):
