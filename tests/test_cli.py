@@ -28,6 +28,7 @@ def test_eval_writes_results_and_per_item_files(tiny_bench, tmp_path, capsys):
     assert sum(it["group"] for it in items if it["split"] == "id") / 15 == pytest.approx(res["metrics"]["id/all/group"])
 
 
+@pytest.mark.slow
 def test_world_build_and_show(tmp_path, capsys):
     code, _, _ = _run(["world", "build", "--out", str(tmp_path / "w"), "--per-category", "1",
                        "--size", "32", "--quiet"], capsys)
@@ -150,6 +151,7 @@ def test_negatives_cli_and_bad_types(tmp_path, capsys):
     assert code == 2 and "unknown negative types ['paraphrase']" in err
 
 
+@pytest.mark.slow
 def test_retrieval_eval_is_global_only(tmp_path, capsys):
     out = tmp_path / "r.json"
     code, stdout, _ = _run(["eval", "--model", "builtin", "--bench", "ctrl-retrieval:200", "--out", str(out),

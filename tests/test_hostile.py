@@ -754,6 +754,7 @@ def test_a_bad_plan_is_an_error_before_anything_is_written(text, words, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["plan.toml", "sc"]
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_plan_at_once_leave_whole_pairs(tmp_path, tiny):
     import hashlib
     plan = _plan(tmp_path, tiny, _sc(tmp_path / "sc"))

@@ -135,6 +135,7 @@ def test_a_plan_sets_the_generated_ctrls_items_and_a_changed_number_runs_again(t
     assert calls["n"] == 4 and last["ctrl@flat"]["n_items"] == 10
 
 
+@pytest.mark.slow
 def test_a_protocol_can_be_limited_to_some_models(tiny_bench, tmp_path, monkeypatch):
     p = tmp_path / "plan.toml"
     p.write_text(f'''

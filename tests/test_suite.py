@@ -29,6 +29,7 @@ def _results(out):
     return [json.loads(f.read_text()) for f in sorted((out / "results").glob("*.json"))]
 
 
+@pytest.mark.slow
 def test_suite_scores_what_it_finds_and_names_the_rest(suite_root, tmp_path, capsys):
     out = tmp_path / "run"
     code = main(["suite", "--root", str(suite_root), "--out", str(out), "--quiet"])
@@ -62,6 +63,7 @@ def test_suite_scores_what_it_finds_and_names_the_rest(suite_root, tmp_path, cap
     assert "## The compositionality suite (%)" in report and "## cola" in report
 
 
+@pytest.mark.slow
 def test_a_second_run_reuses_every_cell(suite_root, tmp_path, capsys):
     out = tmp_path / "run"
     args = ["suite", "--root", str(suite_root), "--out", str(out), "--quiet"]
@@ -73,6 +75,7 @@ def test_a_second_run_reuses_every_cell(suite_root, tmp_path, capsys):
     assert '"builtin" = "builtin"' in plan and f'"winoground" = "winoground:{suite_root / "winoground"}"' in plan
 
 
+@pytest.mark.slow
 def test_suite_takes_several_protocols(suite_root, tmp_path, capsys):
     root = tmp_path / "root"
     shutil.copytree(suite_root / "winoground", root / "winoground")

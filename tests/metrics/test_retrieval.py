@@ -24,6 +24,7 @@ def test_recall_both_ways():
     assert r["t2i/R@1"] == 1.0
 
 
+@pytest.mark.slow
 def test_ctrl_retrieval_merges_identical_captions():
     b = load("ctrl-retrieval:300")
     assert len(b.images) == 300 and len(b.texts) <= 300

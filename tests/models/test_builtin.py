@@ -47,6 +47,7 @@ def _ctrl3d(seed: int, per_category: int, categories: tuple[str, ...], splits: t
                      sgi=dict(SGI_3D))
 
 
+@pytest.mark.slow
 @pytest.mark.weights
 def test_sgi_beats_global_on_ood_attribute_swaps():
     b = models.load("builtin")
@@ -57,6 +58,7 @@ def test_sgi_beats_global_on_ood_attribute_swaps():
     assert s > 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.weights
 def test_patch_tokens_align_with_text():
     """Pretrained with clip-dense, the model's patch tokens align with caption phrases: late

@@ -79,6 +79,7 @@ def test_a_model_trained_from_scratch_is_stored_as_its_trained_rows_and_a_seed()
     assert back["emb"][rest].std().item() == pytest.approx(trained["emb"][rest].std().item(), rel=0.05)
 
 
+@pytest.mark.slow
 def test_the_builtin_stores_every_token_the_world_captions_read():
     """Only the untrained token rows are redrawn at load: every token of a pretraining or ctrl
     caption of the world the model was trained on (up to its end token; later positions are

@@ -242,6 +242,7 @@ def test_training_writes_weights_that_load_and_a_record_with_its_held_out_measur
         assert f["images"].shape == (8, 32, 32, 3) and f["maps"].shape == (8, 32, 32)
 
 
+@pytest.mark.slow
 def test_pictures_rendered_over_two_processes_are_the_same():
     from unbag.training.proposer import training_data
     one = training_data(6, seed=5, crowded=0.5)

@@ -71,6 +71,7 @@ def test_clic_batches_alternate_and_concatenate():
     assert not torch.equal(top, bottom)
 
 
+@pytest.mark.slow
 def test_clic_trains_only_the_text_side(tmp_path):
     cfg = TrainConfig.for_method("clic", model="builtin", steps=4, batch_size=8, lr=1e-4, workers=0,
                                  log_every=1, ckpt_every=100)

@@ -8,6 +8,7 @@ from unbag.training import select
 from unbag.training.engine import TrainConfig, Trainer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world", ["ctrl", "ctrl3d"])
 def test_validation_split_is_in_distribution_and_not_the_test(world):
     from unbag.benchmarks.ctrl import generated, generated3d

@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from unbag.world.io import build
@@ -12,6 +13,7 @@ def _files(root):
     return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_bytes(tmp_path):
     a = build(tmp_path / "a", seed=1, per_category=2, progress=False)
     b = build(tmp_path / "b", seed=1, per_category=2, progress=False)
