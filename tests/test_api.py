@@ -221,3 +221,19 @@ def test_every_function_and_sgi_option_docs_api_md_names_is_the_codes():
                 assert value == repr(params[key].default).replace("'", '"'), (name, key, value)
     row = next(line for line in doc.splitlines() if line.startswith("| `sgi` |"))
     assert re.findall(r"`(\w+)`", row.rsplit("|", 2)[1]) == [f.name for f in fields(SGIConfig)]
+
+
+def test_a_benchmark_the_model_would_enlarge_is_warned_about(tmp_path):
+    from unbag.world.io import build
+
+    small = build(tmp_path / "ctrl32", seed=0, per_category=1, px=32, progress=False, style="flat")
+    with pytest.warns(UserWarning, match=r"its pictures are 32 px and open_clip:unbag-tiny@random reads 64x64 px: "
+                                         r"its preprocessing enlarges them 2\.0x.*--size 64"):
+        unbag.evaluate("open_clip:unbag-tiny@random", f"ctrl:{small}", progress=False)
+    import warnings
+
+    from unbag.errors import UnbagWarning
+    same = build(tmp_path / "ctrl64", seed=0, per_category=1, px=64, progress=False, style="flat")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnbagWarning)  # at the model's own size: nothing to say
+        unbag.evaluate("open_clip:unbag-tiny@random", f"ctrl:{same}", progress=False)

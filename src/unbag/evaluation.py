@@ -36,6 +36,25 @@ def per_item_records(bench, scores: list[torch.Tensor], per_item: dict) -> list[
     return out
 
 
+UPSAMPLE_WARN = 1.5  # a model's input this many times a benchmark's picture side, or more: warned
+
+
+def upsampled(backend: Backend, b) -> float | None:
+    """How many times the model's preprocessing enlarges a benchmark's pictures (those of a fixed
+    side: a generated or built ctrl), warned about when it exceeds UPSAMPLE_WARN: a real model
+    would read blurred objects that look nothing like its own training pictures."""
+    side = getattr(b, "image_size", None)
+    if not side:
+        return None
+    ratio = min(backend.image_size) / side
+    if ratio > UPSAMPLE_WARN:
+        h, w = backend.image_size
+        warn(f"{b.spec}: its pictures are {side} px and {backend.spec} reads {h}x{w} px: its preprocessing enlarges "
+             f"them {ratio:.1f}x, blurring small objects; build the benchmark at the model's size "
+             f"(unbag world build --size {min(h, w)})")
+    return ratio
+
+
 def finite(scores: torch.Tensor, model: str, bench: str) -> torch.Tensor:
     """Refuse scores that are NaN or infinite (broken weights): they would count as wrong answers."""
     bad = int((~torch.isfinite(scores)).sum())
@@ -228,6 +247,8 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         flat, counts = classification_metrics(backend, b, batch_size, progress), {"all": len(b.images)}
         ties, n_items, extra = {}, len(b.images), {"templates": list(b.templates)}
     else:
+        if rank == 0:
+            upsampled(backend, b)
         got = scored(b, score_fn, backend, batch_size, progress, world_size, rank)
         if got is None:  # rank 0 computes the metrics once and writes the files
             return {}
