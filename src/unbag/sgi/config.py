@@ -21,8 +21,8 @@ def _opt(default, help: str, flag: str | None = None):
 @dataclass
 class SGIConfig:
     """Options of the `sgi` protocol (all recorded in the results JSON)."""
-    regions: str = _opt("blobs+groups", "gt | grid | proposals | blobs | selective | chroma | objects (3D scenes: colour "
-                        "components, or the learned proposer), optionally +groups (defaults: objects on the 3D ctrl, "
+    regions: str = _opt("blobs+groups", "gt | grid | proposals | blobs | selective | objects (3D scenes: the learned proposer) | "
+                        "chroma (experimental: 3D colour components), optionally +groups (defaults: objects on the 3D ctrl, "
                         "blobs+groups on the flat ctrl, selective on photos and free images)")
     mode: str = _opt("mask", "mask (default: keep in place) | tokens (a ViT encodes only the patches a region covers: "
                      "faster, weaker; docs/sgi.md) | crop (zoom)", flag="--region-mode")
