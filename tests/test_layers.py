@@ -36,22 +36,23 @@ def imports_between_units() -> dict[str, set[tuple[str, str]]]:
     return edges
 
 
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    """Whether `goal` can be reached from `start` along the graph's edges."""
+    seen, todo = set(), [start]
+    while todo:
+        u = todo.pop()
+        if u == goal:
+            return True
+        if u not in seen:
+            seen.add(u)
+            todo += graph.get(u, ())
+    return False
+
+
 def test_no_import_cycle_between_subpackages():
     edges = imports_between_units()
     graph = {a: {b for b, _ in v} for a, v in edges.items()}
-
-    def reaches(start: str, goal: str) -> bool:
-        seen, todo = set(), [start]
-        while todo:
-            u = todo.pop()
-            if u == goal:
-                return True
-            if u not in seen:
-                seen.add(u)
-                todo += graph.get(u, ())
-        return False
-
-    back = sorted(f"{a} -> {b} ({f}) and back" for a, v in edges.items() for b, f in v if reaches(b, a))
+    back = sorted(f"{a} -> {b} ({f}) and back" for a, v in edges.items() for b, f in v if _reaches(graph, b, a))
     assert not back, "\n".join(back)
 
 
@@ -88,19 +89,7 @@ def test_no_import_cycle_between_files_of_one_subpackage():
     edges = module_imports()
     unit = {m: _unit(m) for m in edges}
     inside = {a: {b for b in bs if _unit(b) == unit[a]} for a, bs in edges.items()}
-
-    def reaches(start: str, goal: str) -> bool:
-        seen, todo = set(), [start]
-        while todo:
-            u = todo.pop()
-            if u == goal:
-                return True
-            if u not in seen:
-                seen.add(u)
-                todo += inside.get(u, ())
-        return False
-
-    back = sorted(f"{a} -> {b} and back" for a, bs in inside.items() for b in bs if reaches(b, a))
+    back = sorted(f"{a} -> {b} and back" for a, bs in inside.items() for b in bs if _reaches(inside, b, a))
     assert not back, "\n".join(back)
 
 
