@@ -45,14 +45,19 @@ def image_dir(root: Path, *candidates: str) -> Path:
     return root
 
 
+def given_images(image_root: str | None, name: str = "NAME") -> Path | None:
+    """The IMAGE_ROOT of a `name:DIR:IMAGE_ROOT` spec, checked; None when it gives none."""
+    if not image_root:
+        return None
+    if not Path(image_root).is_dir():
+        raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of {name}:DIR:IMAGE_ROOT)")
+    return Path(image_root)
+
+
 def images_at(root: Path, image_root: str | None) -> Path:
     """The image folder: IMAGE_ROOT when given (the official releases keep COCO's images apart),
     else DIR/images, DIR/val2017 or DIR."""
-    if not image_root:
-        return image_dir(root, "images", "val2017")
-    if not Path(image_root).is_dir():
-        raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of NAME:DIR:IMAGE_ROOT)")
-    return Path(image_root)
+    return given_images(image_root) or image_dir(root, "images", "val2017")
 
 
 # caption files (training data and `unbag negatives`): CLIC's CSV layout and JSONL

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, first_file, need, need_text, read_json, unique_ids
+from .common import Dropped, first_file, given_images, image_dir, need, need_text, read_json, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 
 ANNOTATION = "ann_json_finegrained_random.json"
@@ -34,12 +34,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     f = first_file(root / "annotation" / ANNOTATION, root / ANNOTATION)
     if f is None:
         raise UnbagError(f"{root}: annotation/{ANNOTATION} not found (see docs/benchmarks.md)")
-    if image_root:
-        images = Path(image_root)
-        if not images.is_dir():
-            raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of eqben:DIR:IMAGE_ROOT)")
-    else:
-        images = next((root / d for d in ("image", "image_jpg") if (root / d).is_dir()), root)
+    images = given_images(image_root, "eqben") or image_dir(root, "image", "image_jpg")
     data = read_json(f)
     if not isinstance(data, list):
         raise UnbagError(f"{f}: expected a list of records")

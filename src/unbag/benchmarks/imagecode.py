@@ -17,7 +17,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, read_json, release_dir, unique_ids
+from .common import Dropped, given_images, image_dir, read_json, release_dir, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import choose, labels_of
 
@@ -32,12 +32,7 @@ def metric(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """ImageCoDe's validation descriptions."""
     root = release_dir(Path(root), ("valid_data.json",), ("data",))  # the repo's data/, or the repo
-    if image_root:
-        images = Path(image_root)
-        if not images.is_dir():
-            raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of imagecode:DIR:IMAGE_ROOT)")
-    else:
-        images = root / "image-sets" if (root / "image-sets").is_dir() else root
+    images = given_images(image_root, "imagecode") or image_dir(root, "image-sets")
     f = root / "valid_data.json"
     data = read_json(f)
     if not isinstance(data, dict):

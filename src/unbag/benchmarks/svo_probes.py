@@ -19,7 +19,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, first_file, unique_ids
+from .common import Dropped, first_file, given_images, unique_ids
 from .kinds import PHOTO_SGI, Kind, Summary
 from .shapes import choose
 
@@ -49,9 +49,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     f = root / "svo_probes.csv"
     if not f.is_file():
         raise UnbagError(f"{f}: file not found (see docs/benchmarks.md for the expected layout)")
-    images = Path(image_root) if image_root else root / "images"
-    if image_root and not images.is_dir():
-        raise UnbagError(f"{image_root}: image root not found (the IMAGE_ROOT of svo-probes:DIR:IMAGE_ROOT)")
+    images = given_images(image_root, "svo-probes") or root / "images"
     dropped, items, excluded = Dropped(f"svo-probes:{root}"), [], 0
     with open(f, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
