@@ -60,13 +60,17 @@ class Summary:
         """The chart's metric among `metrics`."""
         return next((k for k in ((self.chart,) if isinstance(self.chart, str) else self.chart) if k in metrics), None)
 
-    def suite_score(self, metrics: dict) -> float | None:
-        """Its score in the suite table: the mean of the `suite` keys present, or its headline."""
+    def suite_keys(self, metrics: dict) -> list[str]:
+        """The keys its suite score averages: the `suite` keys present, or its headline."""
         if self.suite:
-            got = [metrics[k] for k in self.suite if k in metrics]
-            return sum(got) / len(got) if got else None
+            return [k for k in self.suite if k in metrics]
         key = self.headline(metrics)
-        return None if key is None else metrics[key]
+        return [] if key is None else [key]
+
+    def suite_score(self, metrics: dict) -> float | None:
+        """Its score in the suite table: the mean of its `suite_keys`."""
+        keys = self.suite_keys(metrics)
+        return sum(metrics[k] for k in keys) / len(keys) if keys else None
 
     def keys(self, metrics: set[str]) -> list[str]:
         """The columns present among `metrics`, patterns expanded in sorted order, each key once."""

@@ -114,7 +114,7 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
         s = summary(res["benchmark"]["name"])
         score = s.suite_score(res["metrics"]) if folder else None
         if score is not None:
-            keys = [k for k in s.suite if k in res["metrics"]] if s.suite else [s.headline(res["metrics"])]
+            keys = s.suite_keys(res["metrics"])
             cols += [(m, p)] if (m, p) not in cols else []
             got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None))
     if not got:
