@@ -107,8 +107,9 @@ def _suite(a: argparse.Namespace) -> None:
     print_matrix(results)  # each benchmark's own table, in its official columns
     print_suite([(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results],
                 tuple(not_applicable(found, protocols)))
+    folders = benchmarks.suite_folders()
     for folder in missing:
-        names = benchmarks.suite_folders()[folder]
+        names = folders[folder]
         print(f"not found: {Path(a.root) / folder}/ ({', '.join(names)}); get it from "
               f"{benchmarks.BENCHMARKS[names[0]].release} (docs/benchmarks.md#{folder})")
     report = write_report([a.out], Path(a.out) / "report", title="unbag suite")
