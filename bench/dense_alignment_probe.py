@@ -157,7 +157,7 @@ def main() -> None:
     a = p.parse_args()
     torch.manual_seed(0)
     backend = models.load(a.model)
-    bench = generated(seed=0, per_category=a.per_category)
+    bench = generated(seed=0, per_category=a.per_category, style="flat")
     def report(title: str) -> None:
         patches, img = encode_ctrl(backend, bench)
         show(title, ctrl_scores(backend, bench, patches, img))

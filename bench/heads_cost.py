@@ -83,8 +83,8 @@ def main() -> None:
         print(f"{kind}: {1e3 * head:.2f} ms per training sample; epoch cost ratio FT / {kind}: {ft / head:.1f}x "
               f"(with a fresh cache: {ft / (head + extract):.1f}x)   (goal >= 20x)"
               + (f"; FT on {a.ft_model} / {kind}: {big / head:.0f}x" if big else ""))
-    bench = generated(seed=0, per_category=a.per_category)
-    score_global(backend, generated(seed=1, per_category=2))
+    bench = generated(seed=0, per_category=a.per_category, style="flat")
+    score_global(backend, generated(seed=1, per_category=2, style="flat"))
     t = time.perf_counter()
     score_global(backend, bench)
     tg = time.perf_counter() - t

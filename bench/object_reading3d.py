@@ -22,7 +22,7 @@ counts for its best description where positive; log-probabilities as scores) and
 object counts only for the shape it is read as (a rule that knows the world's third shape, which
 SGI's check does not). The model's own descriptions and the true shapes bound the column.
 
-    .venv/bin/unbag world pool --data world3d:pretraining --n 40960 --seed 0 --procs 2 --out runs/pool-pretraining
+    .venv/bin/unbag world pool --data world@3d:pretraining --n 40960 --seed 0 --procs 2 --out runs/pool-pretraining
     .venv/bin/unbag world build --style 3d --seed 0 --per-category 400 --categories count --out runs/count400
     .venv/bin/python bench/object_reading3d.py --pool runs/pool-pretraining --bench runs/count400
     .venv/bin/python bench/object_reading3d.py --pool runs/pool-pretraining --bench runs/count400 \
@@ -209,7 +209,7 @@ class CountGroup:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--pool", required=True, help="a rendered 3D pool (unbag world pool --data world3d:pretraining)")
+    p.add_argument("--pool", required=True, help="a rendered 3D pool (unbag world pool --data world@3d:pretraining)")
     p.add_argument("--bench", required=True, type=Path, help="a built 3D benchmark with count items")
     p.add_argument("--towers", nargs="+", default=["cnn", "vit-p8-w64-l3-poolstem"],
                    help="cnn | an open_clip ViT name (bench/shape_capacity3d.py) | probe:SPEC")

@@ -50,7 +50,7 @@ def main() -> None:
     if a.threads:
         torch.set_num_threads(a.threads)
     backend = models.load(a.model)
-    bench = load(a.bench) if a.bench else generated(seed=0, per_category=a.per_category)
+    bench = load(a.bench) if a.bench else generated(seed=0, per_category=a.per_category, style="flat")
     declared = sgi_defaults(bench)
     score_global(backend, replace(bench, items=bench.items[-20:]))  # warm-up (allocations, first calls)
     g, t_global = timed(lambda: score_global(backend, bench))

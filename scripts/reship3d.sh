@@ -6,11 +6,11 @@
 #   1. the built-in model: `clip-dense` from random weights on a 40,960-sample pool of the 3D
 #      pretraining stream (2026-12-02: the pool in 38 min on one core, 3,000 steps in about 45 min
 #      on 2 cores), then measured on the 3D ctrl (global, sgi, sgi:paper).
-#   2. siblings: continued from stage 1 on a 20,480-sample pool of `world3d:pretraining-siblings`
+#   2. siblings: continued from stage 1 on a 20,480-sample pool of `world@3d:pretraining-siblings`
 #      (half of the scenes built around two objects alike in all but shape and one more attribute)
 #      with `--shape-swaps`, the flat recipe's second stage (src/unbag/weights/builtin/TRAINING.md).
 #   3. heads on the stage-2 model: TFRegions and TFLocal-LI trained on frozen features of 2,000
-#      in-distribution 3D SWAP items (`swaps3d`, seed 1000; chroma regions, rows fill), as
+#      in-distribution 3D SWAP items (`swaps@3d`, seed 1000; chroma regions, rows fill), as
 #      scripts/reship.sh trains them on the flat world, measured on the 3D ctrl.
 #   4. stage 1 again with a convolutional stem in the image tower (`unbag-tiny-conv`), measured;
 #   5. TFLocal-LI and TFRegions on the stage-4 model, as in 3.
@@ -18,7 +18,7 @@
 #      dropped), and the same continuation without it as the control; each measured as stage 1,
 #      SGI's `tokens` region mode included (what the dropout is for).
 #   7. on the built-in model chosen from stages 4 and 6 (B below): the FT, NegCLIP, CLIC and DeGLA
-#      overlays on a pool of `world3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
+#      overlays on a pool of `world@3d:finetuning`, then TFRegions, TFLocal-LI, TFLocal and TFGlobal
 #      on each of the five models, everything measured on the 3D ctrl.
 #   8. stage 4's recipe on a ViT whose stem is conv + max-pool blocks (`unbag-tiny-pool`), measured.
 #   9. stage 7 on stage 8's model (not continued first, as stage 6 continued stage 4;
@@ -53,7 +53,7 @@ pool_dir() {  # DIST: the folder of the pool of the 3D stream DIST at SIZE px (6
 }
 pool() {  # DIST N SEED: render a pool of the 3D stream at SIZE px (64) once
   local out; out=$(pool_dir "$1")
-  [ -f "$out/meta.json" ] || $U world pool --data "world3d:$1" --n "$2" --seed "$3" --procs 2 \
+  [ -f "$out/meta.json" ] || $U world pool --data "world@3d:$1" --n "$2" --seed "$3" --procs 2 \
       --size "${SIZE:-64}" --out "$out" --quiet
 }
 
@@ -100,7 +100,7 @@ train_head() {  # MODEL FEATURES HEADS_DIR KIND ARGS...: train the head on the m
                # (extracted first, when a head still needs them), measure it on the 3D ctrl
   local m=$1 f=$2 h=$3 k=$4; shift 4
   if [ ! -f "$h/$k/head.json" ]; then
-    [ -f "$f/index.json" ] || $U features --model "$m" --data swaps3d --seed 1000 --n 2000 --out "$f" --quiet
+    [ -f "$f/index.json" ] || $U features --model "$m" --data swaps@3d --seed 1000 --n 2000 --out "$f" --quiet
     $U train --method "$k" --model "$m" --data "$f" "$@" --out "$h/$k" --quiet
   fi
   [ -f "$h/$k-ctrl3d.json" ] || { $U eval --model "$m" --bench "ctrl:${CTRL:-$R/ctrl3d}" --protocol "head:$h/$k" \
@@ -181,7 +181,7 @@ PYEOF
 everything_from() {  # B: the four overlays of B, then the four heads on each of the five models
                      # (at SIZE px on the ctrl CTRL, when set)
   B=$1
-  overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl3d-id --ckpt-every 100
+  overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl-id@3d --ckpt-every 100
   overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
   overlay clic --steps 600 --batch-size 128 --lr 1e-4
   overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25

@@ -133,3 +133,26 @@ def test_no_shared_module_compares_a_benchmark_head_or_method_name():
                     and rel != f"training/objectives/{OBJECTIVES[s].__module__.rsplit('.', 1)[1]}.py":
                 found.append(f"{rel}:{line}: method {s!r}")
     assert not found, found
+
+
+def test_no_world_is_named_outside_world():
+    """A world is declared once (world/worlds/): no file outside world/ spells a world's name as a
+    string of its own; everything else asks the declaration."""
+    from unbag.world.styles import WORLDS
+
+    found = []
+    for f in sorted(ROOT.rglob("*.py")):
+        rel = f.relative_to(ROOT).as_posix()
+        if rel.startswith("world/"):
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Constant) and node.value in WORLDS:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert not found, found
+
+
+def test_the_world_check_sees_a_world_literal(tmp_path):
+    from unbag.world.styles import WORLDS
+
+    tree = ast.parse(f"style = {next(iter(WORLDS))!r}\nif style == 'x': pass")
+    assert any(isinstance(n, ast.Constant) and n.value in WORLDS for n in ast.walk(tree))

@@ -178,30 +178,34 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
              seed: int | None = None, device: str | None = None, progress: bool = False, regions: bool = True,
              overwrite: bool = False) -> Path:
     """Cache frozen features for head training; the cache folder. `data`: a world stream or pool
-    as the trainer reads it (`world[:DIST]`, `world-flat[:DIST]`, `world3d[:DIST]`, `pool:DIR`:
-    samples and their twins; seed 1 by default), `swaps` / `swaps-flat` / `swaps3d`
-    (in-distribution SWAP items of the default / flat / 3D world; seed 1000 by default), or caption
+    as the trainer reads it (`world[@WORLD][:DIST]`, `pool:DIR`:
+    samples and their twins; seed 1 by default), `swaps[@WORLD]`
+    (in-distribution SWAP items of the default world or the one named; seed 1000 by default), or caption
     data as the trainer reads it (`csv:`, `jsonl:`, `wds:`, `degla:`; photos with captions such as
     COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions needs
     them; on photos they cost SGI's region search per image). A folder `out` that holds files unbag
     did not write is refused unless `overwrite`."""
     from .heads.extract import SWAPS, extract_captions, extract_swaps, extract_world
     from .training.data import parse_data
-    from .world.stream import STREAMS
+    from .world.stream import is_stream
+    from .world.styles import split_world
     check_out(out, "features", overwrite, inputs=_paths_in(data) + (_paths_in(model) if isinstance(model, str) else []))
     at_least("n", n)
     head, _, rest = data.partition(":")
-    if (head in STREAMS or head in SWAPS) and rest.isdigit():
+    swaps = split_world(data, (SWAPS,), "feature data")
+    if (is_stream(data) or swaps) and rest.isdigit():
         raise UnbagError(f"feature data {data!r}: a seed is given apart: data={head!r}, seed={rest} "
                          f"(unbag features --data {head} --seed {rest}); after ':' a world names its distribution")
-    if data in SWAPS:
+    if swaps:
+        if swaps[2]:
+            raise UnbagError(f"feature data {data!r}: swaps[@WORLD] takes nothing after ':'")
         kind = "swaps"
     else:
         try:
             kind = parse_data(data).kind
         except UnbagError as e:
-            raise UnbagError(f"unknown feature data {data!r}; available: world[:DIST], world-flat[:DIST], "
-                             f"world3d[:DIST], pool:DIR, swaps, swaps-flat, swaps3d, csv:PATH, jsonl:PATH, wds:URLS, "
+            raise UnbagError(f"unknown feature data {data!r}; available: world[@WORLD][:DIST], "
+                             f"pool:DIR, swaps[@WORLD], csv:PATH, jsonl:PATH, wds:URLS, "
                              f"degla:FILE[:IMAGE_DIR] ({e})") from None
     if kind not in ("world", "swaps"):
         return Path(extract_captions(_backend(model, device), out, data, n=n, seed=seed or 0, regions=regions,
@@ -211,7 +215,7 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     backend = _backend(model, device)
     if kind == "swaps":
         return Path(extract_swaps(backend, out, n=n, seed=1000 if seed is None else seed,
-                                  style=SWAPS[data], progress=progress, overwrite=overwrite))
+                                  style=swaps[1], progress=progress, overwrite=overwrite))
     return Path(extract_world(backend, out, n=n, seed=1 if seed is None else seed, data=data, progress=progress,
                               overwrite=overwrite))
 

@@ -7,7 +7,8 @@ import sys
 import warnings
 
 from .errors import UnbagError, UnbagWarning
-from .world.styles import DEFAULT as DEFAULT_STYLE, PX_3D, SIZES, STYLES, render_procs
+from .world.styles import DEFAULT as DEFAULT_STYLE, SIZES, STYLES, WORLDS, render_procs
+from .world.worlds.clevr3d import WORLD as POOL_WORLD  # the world pools render (world/pool3d.py)
 
 _default_showwarning = warnings.showwarning
 
@@ -277,20 +278,22 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
                    help="image side in pixels (default: the world's, " + ", ".join(f"{k} {v}" for k, v in SIZES.items()) + ")")
     b.add_argument("--categories", default=None, help="comma-separated subset (default: all)")
     b.add_argument("--style", default=None, choices=STYLES,
-                   help=f"flat: 2D shapes (format 1); 3d: CLEVR scenes (format 2; docs/world3d.md); default {DEFAULT_STYLE}")
+                   help="; ".join(f"{w.name}: {w.about} (format {w.ctrl_version})" for w in WORLDS.values())
+                   + f"; default {DEFAULT_STYLE}")
     b.add_argument("--procs", type=int, default=render_procs(),
-                   help="3d: rendering processes (the same bytes for any number; default: the CPU count, at most 8)")
+                   help="rendering processes, for a world that pays for them (the same bytes for any number; "
+                   "default: the CPU count, at most 8)")
     b.add_argument("--quiet", action="store_true")
     _add_overwrite(b)
     b.set_defaults(fn=_world_build)
     pl = w.add_parser("pool", help="render a 3D training stream once, for --data pool:DIR")
     pl.add_argument("--out", required=True)
-    pl.add_argument("--data", default="world3d:finetuning", help="world3d:finetuning | world3d:pretraining | "
-                    "world3d:pretraining-web | world3d:pretraining-siblings")
+    pl.add_argument("--data", default=f"world@{POOL_WORLD.name}:finetuning",
+                    help=" | ".join(f"world@{POOL_WORLD.name}:{d}" for d in POOL_WORLD.distributions()))
     pl.add_argument("--seed", type=int, default=0, help="the stream's seed")
     pl.add_argument("--n", type=int, default=4096, help="samples (each with its twin when it has one)")
-    pl.add_argument("--size", type=int, default=PX_3D,
-                    help=f"image side in pixels: the input size of the model trained on it (default {PX_3D})")
+    pl.add_argument("--size", type=int, default=POOL_WORLD.px,
+                    help=f"image side in pixels: the input size of the model trained on it (default {POOL_WORLD.px})")
     pl.add_argument("--procs", type=int, default=render_procs(), help="rendering processes")
     pl.add_argument("--quiet", action="store_true")
     _add_overwrite(pl)
@@ -312,7 +315,7 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
-                   "pretraining-siblings] (the default world; world-flat: and world3d: name one) | pool:DIR | csv:PATH | "
+                   "pretraining-siblings] (the default world) | world@WORLD[:DIST] | pool:DIR | csv:PATH | "
                    "jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR for the heads")
     if methods:
         _add_head_options(t)
@@ -339,8 +342,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
                    "dropped in training (FLIP, arXiv 2212.00794; open_clip ViTs; 0: none)")
     if methods:
         _add_method_options(g)
-    g.add_argument("--select", default=None, help="ctrl-id[:N] | ctrl3d-id[:N]: export the checkpoint with the "
-                   "best in-distribution validation score on the flat | 3D world (global cosine, N SWAP items "
+    g.add_argument("--select", default=None, help="ctrl-id[@WORLD][:N]: export the checkpoint with the "
+                   "best in-distribution validation score on the default world or WORLD (global cosine, N SWAP items "
                    "per category)")
     t.add_argument("--seed", type=int, default=None, help="(0)")
     t.add_argument("--workers", type=int, default=None, help="data loader processes (1)")
@@ -380,8 +383,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default="builtin")
     f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
-                   "world[:DIST] | world-flat[:DIST] | world3d[:DIST] | pool:DIR (samples and their twins) | swaps | "
-                   "swaps-flat | swaps3d (in-distribution SWAP items of the default / flat / 3D world) | caption data as "
+                   "world[@WORLD][:DIST] | pool:DIR (samples and their twins) | swaps[@WORLD] (in-distribution SWAP "
+                   "items of the default world or WORLD) | caption data as "
                    "`train` reads it: csv:PATH | jsonl:PATH | "
                    "wds:URLS | degla:FILE[:IMAGE_DIR] (each caption with a hard negative: the file's own, "
                    "else unbag's typed negatives)")
@@ -435,7 +438,7 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     rp.set_defaults(fn=_report)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
-    n.add_argument("--data", default="world", help="world[:DIST] | world-flat[:DIST] | world3d[:DIST] (stream "
+    n.add_argument("--data", default="world", help="world[@WORLD][:DIST] (stream "
                    "samples) | csv:PATH | jsonl:PATH")
     n.add_argument("--types", default="reorder,swap_nouns,swap_adjectives,replace_adjectives,replace_nouns")
     n.add_argument("--k", type=int, default=4, help="negatives per caption")

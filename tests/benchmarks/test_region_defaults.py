@@ -7,7 +7,7 @@ from unbag import benchmarks
 
 
 def test_every_photo_benchmark_declares_a_photo_region_source():
-    from unbag.benchmarks.ctrl import SGI_3D
+    from unbag.world.worlds.clevr3d import SGI as SGI_3D
     from unbag.world.styles import resolve
     for name, k in benchmarks.BENCHMARKS.items():
         if k.global_only or name == "ctrl":
@@ -42,7 +42,7 @@ def test_a_3d_ctrl_declares_learned_object_regions_and_its_heads_and_results_use
     """SGI on CLEVR scenes takes the learned proposer's `objects` regions (no ground truth) whether the 3D ctrl is generated
     or read from a built folder; the flat ctrl keeps blobs+groups; the user's option still wins."""
     from unbag import load_benchmark, models
-    from unbag.benchmarks.ctrl import SGI_3D
+    from unbag.world.worlds.clevr3d import SGI as SGI_3D
     from unbag.cli import main
     from unbag.evaluation import evaluate
     from unbag.heads.tfregions import TFRegions

@@ -26,7 +26,7 @@ def tiny():
 @pytest.fixture(scope="module")
 def cache(tiny, tmp_path_factory):
     return extract_world(tiny, tmp_path_factory.mktemp("f") / "cache", n=96, chunk=40, progress=False,
-                         data="world-flat")
+                         data="world@flat")
 
 
 @pytest.mark.slow
@@ -54,7 +54,7 @@ def test_phrase_alternatives_are_its_one_attribute_changes_encoded_alone(tiny):
     from unbag.world.phrases import alternatives
 
     phrases = [[Segment("two large red metal cubes", "group"), Segment("two cats", "object")], []]
-    f = alternative_features(tiny, phrases, 64)
+    f = alternative_features(tiny, phrases, 64, "flat")
     assert f["phr_alt"].shape == (2, 5, MAX_ALTS, 64)
     alts = alternatives("two large red metal cubes")
     assert len(alts) == MAX_ALTS and f["phr_alt_mask"][0, 0].all() and not f["phr_alt_mask"][0, 1:].any()
@@ -194,7 +194,7 @@ def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
     assert c.rows == 14
     twin = c.get("twin", np.arange(14)).numpy()
     assert (twin == np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12])).all()
-    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == {"flat": "swaps-flat", "3d": "swaps3d"}[DEFAULT]
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == {"flat": "swaps-flat", "3d": "swaps@3d"}[DEFAULT]
 
 
 def test_early_patches_are_the_first_blocks_output_projected(tiny, builtin_cache, tmp_path, tiny_bench):

@@ -7,12 +7,13 @@ import pytest
 
 from unbag import metrics, models
 from unbag.benchmarks.base import Benchmark
-from unbag.benchmarks.ctrl import SGI_3D, generated3d
+from unbag.benchmarks.ctrl import generated
 from unbag.scoring.cosine import score_global
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import caption_segments
 from unbag.sgi.protocol import score_sgi
 from unbag.world.styles import size
+from unbag.world.worlds.clevr3d import SGI as SGI_3D
 
 PX = size("3d")  # the 3D world's pictures: the built-in model's input
 
@@ -42,7 +43,7 @@ def test_builtin_ships_with_its_recipe():
 def _ctrl3d(seed: int, per_category: int, categories: tuple[str, ...], splits: tuple[str, ...] = ("id", "ood")
             ) -> Benchmark:
     """Items of the 3D ctrl (the world the shipped model is trained on) of some categories and splits."""
-    full = generated3d(seed=seed, per_category=per_category, categories=list(categories))
+    full = generated(seed=seed, per_category=per_category, categories=list(categories))
     return Benchmark("ctrl", "ctrl", [it for it in full.items if it.group["split"] in splits], image_size=PX,
                      sgi=dict(SGI_3D))
 

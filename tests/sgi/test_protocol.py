@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from unbag import models
-from unbag.benchmarks.ctrl import generated, generated3d
+from unbag.benchmarks.ctrl import generated
 from unbag.cache import JobCache
 from unbag.errors import UnbagError
 from unbag.sgi.config import SGIConfig
@@ -60,7 +60,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def small_bench():
-    return generated(seed=4, per_category=2)
+    return generated(seed=4, per_category=2, style="flat")
 
 
 def test_regions_generated_once_per_image_and_cached(tiny, small_bench, tmp_path, monkeypatch):
@@ -288,7 +288,7 @@ def test_sgi_score_recomputed_from_the_encoders_by_hand():
     from unbag.sgi.segments import from_grammar
 
     b = models.load("builtin")
-    bench = generated3d(seed=9, per_category=1)  # the built-in model's world, at its size
+    bench = generated(seed=9, per_category=1)  # the built-in model's world, at its size
     bench = Benchmark("ctrl", "ctrl", [it for it in bench.items if it.group["category"] != "count"][:4],
                       image_size=bench.image_size)
     cfg = SGIConfig(regions="gt", match="all", phases=1, counts="off", relations="cosine")

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from unbag import models
-from unbag.benchmarks.ctrl import generated3d
+from unbag.benchmarks.ctrl import generated
 from unbag.cache import JobCache
 from unbag.sgi.config import SGIConfig
 from unbag.sgi.encode import encode_regions
@@ -31,7 +31,7 @@ def builtin():
 
 @pytest.fixture(scope="module")
 def bench():
-    return generated3d(seed=5, per_category=1)  # the built-in model's world, at its size
+    return generated(seed=5, per_category=1)  # the built-in model's world, at its size
 
 
 def test_token_mode_encodes_each_region_from_its_patches(builtin, bench):

@@ -12,7 +12,7 @@ from unbag.training.optim import lr_lambda, param_groups
 def _cfg(**kw):
     # the flat world's stream: these test the engine, and it draws a sample in a fraction of a millisecond
     base = dict(steps=8, batch_size=12, lr=2e-3, warmup=2, workers=0, ckpt_every=3, log_every=1, seed=5,
-                data="world-flat")
+                data="world@flat")
     return TrainConfig(**(base | kw))
 
 

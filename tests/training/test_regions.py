@@ -97,14 +97,14 @@ def test_objects_need_the_scenes_behind_the_pictures(tmp_path):
 
 
 def test_a_batch_holds_one_object_view_per_picture():
-    b = next(batches("world3d:pretraining", 0, 4, 64, 0, 1, 0, objects=True))
+    b = next(batches("world@3d:pretraining", 0, 4, 64, 0, 1, 0, objects=True))
     assert b["object_images"].shape == b["images"].shape and b["object_images"].dtype == torch.uint8
     assert len(b["object_captions"]) == 4 and set(b["object_captions"]) <= set(descriptions("3d"))
 
 
 @pytest.mark.slow
 def test_clip_regions_trains_and_logs_its_object_loss(tmp_path):
-    cfg = TrainConfig.for_method("clip-regions", data="world3d:pretraining", steps=4, batch_size=8, warmup=1,
+    cfg = TrainConfig.for_method("clip-regions", data="world@3d:pretraining", steps=4, batch_size=8, warmup=1,
                                  workers=0, ckpt_every=100, log_every=1, object_weight=2.0, noun_weight=1.0,
                                  vocabulary="3d")
     trainer = Trainer(cfg, tmp_path)

@@ -9,19 +9,20 @@ from unbag.training.engine import TrainConfig, Trainer
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("world", ["ctrl", "ctrl3d"])
+@pytest.mark.parametrize("world", ["flat", "3d"])
 def test_validation_split_is_in_distribution_and_not_the_test(world):
-    from unbag.benchmarks.ctrl import generated, generated3d
-    px = 32 if world == "ctrl" else 64
-    bench = select.validation_set(f"{world}-id:2", px)
-    assert len(bench.items) == 2 * 5 and bench.image_size == px and bench.info["style"] == select.parse(f"{world}-id")[0]
+    from unbag.benchmarks.ctrl import generated
+    px = 32 if world == "flat" else 64
+    bench = select.validation_set(f"ctrl-id@{world}:2", px)
+    assert len(bench.items) == 2 * 5 and bench.image_size == px and bench.info["style"] == world
+    assert select.parse(f"ctrl-id@{world}") == (world, select.DEFAULT_PER_CATEGORY)
     assert all(it.group["split"] == "id" and not it.meta["held_out"] for it in bench.items)
-    test = generated(seed=0, per_category=2, px=32) if world == "ctrl" else generated3d(seed=0, per_category=2)
+    test = generated(seed=0, per_category=2, px=px, style=world)
     assert not {tuple(it.captions) + tuple(map(str, it.images)) for it in test.items} & \
         {tuple(it.captions) + tuple(map(str, it.images)) for it in bench.items}
 
 
-@pytest.mark.parametrize("spec", ["ctrl", "ctrl-id:x", "ctrl-id:0", "coco", "ctrl3d-id:0"])
+@pytest.mark.parametrize("spec", ["ctrl", "ctrl-id:x", "ctrl-id:0", "coco", "ctrl-id@3d:0", "ctrl-id@cube", "ctrl3d-id"])
 def test_bad_select_spec_is_a_clear_error(spec):
     with pytest.raises(UnbagError, match="--select"):
         select.parse(spec)

@@ -122,9 +122,9 @@ def test_unknown_distribution_is_a_clear_error():
     assert parse_data("world:pretraining").kind == "world"
     with pytest.raises(UnbagError, match="world:pretraining"):
         parse_data("world:web")
-    assert parse_data("world3d:pretraining-siblings").dist == "pretraining-siblings"
-    with pytest.raises(UnbagError, match="world3d:finetuning"):
-        parse_data("world3d:siblings")
+    assert parse_data("world@3d:pretraining-siblings").dist == "pretraining-siblings"
+    with pytest.raises(UnbagError, match="world@3d:finetuning"):
+        parse_data("world@3d:siblings")
 
 
 def _siblings(objs, same_color: bool = False) -> bool:

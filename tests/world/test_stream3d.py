@@ -1,11 +1,11 @@
-"""The 3D training streams (world3d:DIST) and their rendered pool (pool:DIR)."""
+"""The 3D training streams (world@3d:DIST) and their rendered pool (pool:DIR)."""
 import json
 
 import numpy as np
 import pytest
 
 from unbag.errors import UnbagError
-from unbag.world import stream3d, swap3d
+from unbag.world import stream3d, styles, swap3d
 from unbag.world.pool3d import PoolStream, build_pool, read_meta
 from unbag.world.render3d import instances
 from unbag.world.scene3d import min_visible
@@ -40,7 +40,7 @@ def test_samples_are_deterministic_and_inside_their_distribution(samples):
 
 
 def test_the_siblings_stream_builds_half_its_scenes_around_two_siblings_and_keeps_the_rest():
-    """world3d:pretraining-siblings: a sibling scene holds two objects alike in all but their shape
+    """world@3d:pretraining-siblings: a sibling scene holds two objects alike in all but their shape
     and one more attribute; every other sample is the plain pretraining stream's, bit for bit."""
     from unbag.world.swap3d import VALUES
     n, sibling = 16, 0
@@ -73,7 +73,7 @@ def test_twins_swap_one_binding_under_the_same_camera(samples):
 
 def test_typed_negatives_speak_the_3d_vocabulary(samples):
     from unbag.negatives.typed import WorldGenerator
-    gen = WorldGenerator.for_3d()
+    gen = WorldGenerator.for_world(styles.world("3d"))
     _, s = next((k, s) for k, s in samples if len(s.scene.objects) >= 2)
     negs = gen.generate_for(list(s.scene.objects), s.form, 6, np.random.default_rng(0))
     words = {w for _, n in negs for w in n.replace(",", " ").split()}
@@ -150,10 +150,10 @@ def test_pool_refuses_other_pixels(pool, tmp_path):
     with pytest.raises(UnbagError, match="render version 2.*build the pool again"):
         read_meta(other)
     with pytest.raises(UnbagError, match="a pool renders a 3D stream"):
-        build_pool(tmp_path / "x", data="world-flat:finetuning", n=2, progress=False)
+        build_pool(tmp_path / "x", data="world@flat:finetuning", n=2, progress=False)
 
 
-@pytest.mark.parametrize("data", ["pool", "world3d:finetuning"])
+@pytest.mark.parametrize("data", ["pool", "world@3d:finetuning"])
 def test_training_reads_the_3d_stream_and_its_pool(pool, tmp_path, data):
     from unbag.cli import main
     spec = f"pool:{pool}" if data == "pool" else data
@@ -166,8 +166,8 @@ def test_one_parser_reads_every_training_data_spec(pool, tmp_path):
     from unbag.training.data import DataSpec, parse_data
     from unbag.world.styles import DEFAULT
     assert parse_data("world") == DataSpec("world", "world", DEFAULT, "finetuning")  # the default world
-    assert parse_data("world-flat") == DataSpec("world-flat", "world", "flat", "finetuning")
-    assert parse_data("world3d:pretraining") == DataSpec("world3d:pretraining", "world", "3d", "pretraining")
+    assert parse_data("world@flat") == DataSpec("world@flat", "world", "flat", "finetuning")
+    assert parse_data("world@3d:pretraining") == DataSpec("world@3d:pretraining", "world", "3d", "pretraining")
     assert parse_data(f"pool:{pool}") == DataSpec(f"pool:{pool}", "world", "3d", path=str(pool))
     assert parse_data("degla:n.json:/coco") == DataSpec("degla:n.json:/coco", "negatives", path="n.json",
                                                          image_dir="/coco")
@@ -185,9 +185,9 @@ def test_features_read_the_3d_stream_and_its_pool_as_the_trainer_does(pool, tmp_
     from unbag.heads.cache import FeatureCache
 
     model = load_model("builtin", device="cpu")
-    a = FeatureCache(features(model, "world3d:finetuning", tmp_path / "a", n=6, seed=2), model)
+    a = FeatureCache(features(model, "world@3d:finetuning", tmp_path / "a", n=6, seed=2), model)
     b = FeatureCache(features(model, f"pool:{pool}", tmp_path / "b", n=20), model)
-    assert json.loads((tmp_path / "a" / "index.json").read_text())["data"] == "world3d:finetuning"
+    assert json.loads((tmp_path / "a" / "index.json").read_text())["data"] == "world@3d:finetuning"
     assert a.rows >= 6 and b.rows >= 20
     # stream samples 0..5 of seed 2 are in the pool (rendered from that stream), in the pool's order
     ga, gb = a.get("img_global", np.arange(6)).numpy(), b.get("img_global", np.arange(20)).numpy()
@@ -216,9 +216,9 @@ def test_swap_features_of_the_3d_world_hold_its_items_with_object_regions(tmp_pa
     monkeypatch.setattr(enc, "encode_regions", lambda b, bench, cfg, *a, **k: seen.append(cfg.regions)
                         or real_regions(b, bench, cfg, *a, **k))
     model = load_model("builtin", device="cpu")
-    c = FeatureCache(features(model, "swaps3d", tmp_path / "s", n=3, seed=1000), model)
+    c = FeatureCache(features(model, "swaps@3d", tmp_path / "s", n=3, seed=1000), model)
     assert c.rows == 6 and (c.get("twin", np.arange(6)).numpy() == [1, 0, 3, 2, 5, 4]).all()
-    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps3d" and set(seen) == {"objects"}
+    assert json.loads((tmp_path / "s" / "index.json").read_text())["data"] == "swaps@3d" and set(seen) == {"objects"}
     # row 0 is image 0 of the first colour item of split id, as `world build --style 3d` renders it
     _, pngs, _ = render_item3d((1000, "id", "color", 0, model.image_size[0]))  # at the model's size
     pixels = model.normalize_pixels(torch.from_numpy(np.asarray(Image.open(io.BytesIO(pngs[0])))[None]))

@@ -18,8 +18,7 @@ from typing import Callable, NamedTuple
 
 from .. import utils
 from ..errors import UnbagError
-from ..world.renderers import render_version
-from ..world.styles import render_procs, resolve, size
+from ..world.styles import WORLDS, resolve, size, split_world, world as world_of
 from ..world.swap import CATEGORIES
 from .base import Benchmark, Item, image_key, load_image, ref_file
 from .kinds import DEFAULT_SUMMARY, PHOTO_SGI, RETRIEVAL, ZERO_SHOT, Grid, Kind, Summary
@@ -50,18 +49,14 @@ def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | Non
                              "per_category and style (ctrl@WORLD) are for the generated ctrl")
         return ctrl.load(path)
     n = ctrl.DEFAULT_PER_CATEGORY if per_category is None else per_category
-    if resolve(style) == "3d":
-        # rendered over the machine's cores (the same bytes for any number) when there is enough to
-        # pay for starting the processes (a few seconds each)
-        procs = render_procs() if n >= 20 else 1
-        return ctrl.generated3d(seed=seed, per_category=n, px=size(style), procs=procs)
-    return ctrl.generated(seed=seed, per_category=n, px=size(style))
+    return ctrl.generated(seed=seed, per_category=n, style=style)
 
 
 def _render_stamp(path: str, world: str | None = None, per_category: int | None = None) -> dict:
     """The world, renderer version and picture size of a generated benchmark (called for generated
     specs only: the files of one read from disk are fingerprinted instead)."""
-    return {"style": resolve(world), "render": render_version(world), "size": size(world)}
+    w = world_of(world)
+    return {"style": w.name, "render": w.render_version(), "size": w.px}
 
 
 def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = None) -> dict:
@@ -73,16 +68,17 @@ def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = 
 def _ctrl_sgi(path: str, world: str | None) -> dict:
     """The SGI options of ctrl's images: the 3D world's (learned object boxes, ...) or none; a
     built one's world is in its meta.json."""
-    from .ctrl import SGI_3D
     if path:
         meta = Path(path) / "meta.json"
         try:
-            style = utils.read_json(meta).get("style", "flat")
+            got = utils.read_json(meta)
+            # a folder written before worlds were recorded is of the world of format version 1
+            world = got.get("style") or next(n for n, w in WORLDS.items() if w.ctrl_version == 1)
         except (UnbagError, AttributeError):
             return {}  # loading it says what is wrong
-    else:
-        style = resolve(world)
-    return dict(SGI_3D) if style == "3d" else {}
+        if world not in WORLDS:
+            return {}
+    return dict(world_of(world).sgi)
 
 
 def _ctrl_retrieval(path: str, world: str | None, seed: int):
@@ -104,10 +100,10 @@ CTRL_GRID = Grid(
 EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
 
 BENCHMARKS: dict[str, Kind] = {
-    "ctrl": Kind("ctrl[@flat|@3d] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
+    "ctrl": Kind(f"ctrl[@{'|@'.join(WORLDS)}] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
                  sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True, sgi_of=_ctrl_sgi),
-    "ctrl-retrieval": Kind("ctrl-retrieval[@flat|@3d][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
+    "ctrl-retrieval": Kind(f"ctrl-retrieval[@{'|@'.join(WORLDS)}][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp, worlds=True),
     "imagefolder": Kind("imagefolder:DIR[:DATASET]", _call("classification", "load", "path", "dataset"),
@@ -151,16 +147,15 @@ class BenchSpec(NamedTuple):
 
 def parse(spec: str) -> BenchSpec:
     """The parts of a benchmark spec; an unregistered NAME is an error listing the registered ones."""
-    name, _, path = spec.partition(":")
-    name, at, world = name.partition("@")
-    if name not in BENCHMARKS:
+    parts = split_world(spec, BENCHMARKS, "benchmark spec")
+    if parts is None:
+        name = spec.partition(":")[0].partition("@")[0]
         raise UnbagError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARKS)} (as NAME or NAME:DIR)")
-    k, third = BENCHMARKS[name], None
-    if at:
-        if not k.worlds:
-            raise UnbagError(f"benchmark spec {spec!r}: @WORLD is for the generated benchmarks "
-                             f"({', '.join(n for n, x in BENCHMARKS.items() if x.worlds)})")
-        third = resolve(world or "")
+    name, world, path = parts
+    k, third = BENCHMARKS[name], world
+    if world is not None and not k.worlds:
+        raise UnbagError(f"benchmark spec {spec!r}: @WORLD is for the generated benchmarks "
+                         f"({', '.join(n for n, x in BENCHMARKS.items() if x.worlds)})")
     if k.image_root or k.dataset:
         path, _, third = path.partition(":")
     return BenchSpec(k, name, path, third or None)

@@ -115,7 +115,7 @@ class Kind:
     # category and split or None -> info values): a result that recorded others was made in
     # another world, by another renderer or on other items, and `unbag run` makes it again
     stamp: Callable | None = None
-    # generated in either world: NAME@flat / NAME@3d (plain NAME: the default world, world/styles.py);
+    # generated in any declared world: NAME@WORLD (plain NAME: the default world, world/styles.py);
     # its loader gets the world where others get their third part
     worlds: bool = False
     # the SGI options a spec's images call for beyond `sgi`, told from the spec alone (spec's path,

@@ -7,7 +7,6 @@ caption that fits several images counts as right for each of them.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .base import ImageRef
@@ -29,39 +28,24 @@ class RetrievalSet:
 def _sample(job: tuple) -> tuple:
     """(image, caption) of stream sample k of a world (a 3D one renders on one torch thread, so
     the pixels are the same in a worker process or in this one)."""
+    from ..world.styles import world
     style, seed, k, px, dist = job
-    if style == "3d":
-        from ..world import stream3d as stream
-    else:
-        from ..world import stream
-    s = stream.sample(seed, k, px, dist)
+    s = world(style).part("stream").sample(seed, k, px, dist)
     return s.image, s.caption
-
-
-@contextmanager
-def _mapper(procs: int):
-    """`map`, or a process pool's ordered map over `procs` processes (3D scenes cost ~45 ms each)."""
-    if procs <= 1:
-        yield map
-        return
-    from multiprocessing import get_context
-    with get_context("spawn").Pool(procs) as pool:
-        yield lambda fn, jobs: pool.imap(fn, jobs, chunksize=16)
 
 
 def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int | None = None,
                    dist: str = "pretraining", style: str | None = None) -> RetrievalSet:
     """n stream samples of one of a world's training distributions (None: the default world),
     with their captions, at px (None: the world's size)."""
-    from ..world.renderers import render_version
-    from ..world.styles import render_procs, resolve, size
-    style = resolve(style)
-    px = size(style) if px is None else px
+    from ..world.styles import render_procs, world
+    from ..world.worlds import ordered_map
+    w = world(style)
+    style, px = w.name, w.px if px is None else px
     jobs = [(style, seed, k, px, dist) for k in range(n)]
-    procs = render_procs() if style == "3d" and n >= 200 else 1
+    procs = render_procs() if w.parallel and n >= 200 else 1
     images, texts, index, image_texts = [], [], {}, []
-    with _mapper(procs) as map_:
-        samples = list(map_(_sample, jobs))
+    samples = list(ordered_map(_sample, jobs, procs, chunksize=16))
     for image, caption in samples:
         images.append(image)
         if caption not in index:
@@ -70,7 +54,7 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int | Non
         image_texts.append([index[caption]])
     return RetrievalSet("ctrl-retrieval", f"ctrl-retrieval (seed {seed}, n {n})", images, texts, image_texts,
                         {"seed": seed, "n_images": n, "n_texts": len(texts), "distribution": dist,
-                         "style": style, "render": render_version(style), "size": px}, px)
+                         "style": style, "render": w.render_version(), "size": px}, px)
 
 
 def karpathy(path: str, image_root: str | None = None, split: str = "test") -> RetrievalSet:

@@ -16,7 +16,8 @@ from ..errors import UnbagError
 from ..models.base import Backend
 from ..sgi.segments import from_grammar
 from ..utils import atomic_dir
-from ..world.styles import resolve
+from ..world.styles import world
+from ..world.worlds import World
 from .cache import ShardWriter, index_record, write
 from .features import image_features, region_features, text_features
 
@@ -25,7 +26,6 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
                   chunk: int = 256, progress: bool = True, overwrite: bool = False) -> Path:
     """Cache features of samples 0..n-1 of a world stream or pool (`data`, as the trainer reads
     it; `seed`: the stream's) and of their twins, with the regions SGI takes on that world (3D: objects)."""
-    from ..benchmarks.ctrl import SGI_3D
     from ..training.data import parse_data, source
 
     spec = parse_data(data)
@@ -33,6 +33,7 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
         raise UnbagError(f"{data!r}: not a world stream or pool")
     px = backend.image_size[0]
     src = source(spec, seed, px)
+    sgi = world(spec.style).sgi or None
     rows: dict[str, list[np.ndarray]] = {}
     twin_rows: dict[str, list[np.ndarray]] = {}
     twin_of: list[int] = []
@@ -44,7 +45,6 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
             if not items:
                 continue
             pixels = backend.normalize_pixels(torch.from_numpy(np.stack([x.image for x in items])))
-            sgi = SGI_3D if spec.style == "3d" else None
             f = image_features(backend, pixels) | region_features(backend, [x.image for x in items], sgi) | text_features(
                 backend, [x.caption for x in items], [from_grammar(x.segments) for x in items])
             for k, v in f.items():
@@ -59,21 +59,14 @@ def extract_world(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     return write(out, backend, fields, meta, overwrite)
 
 
-def _swap_items(style: str, seed: int, ks: range, px: int) -> tuple[list, np.ndarray]:
-    """In-distribution SWAP items k of a world style and their images [2 per item, px, px, 3]."""
-    if style == "3d":
-        from ..world.render3d import picture
-        from ..world.swap3d import CATEGORIES, build_item
-        items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES), px) for k in ks]
-        return items, np.stack([picture(sc, px) for it in items for sc in it.scenes])
-    from ..world.render import render
-    from ..world.swap import CATEGORIES, build_item
-    items = [build_item(seed, "id", CATEGORIES[k % len(CATEGORIES)], k // len(CATEGORIES)) for k in ks]
-    return items, np.stack([render(sc, px) for it in items for sc in it.scenes])
+def _swap_items(w: World, seed: int, ks: range, px: int) -> tuple[list, np.ndarray]:
+    """In-distribution SWAP items k of a world and their images [2 per item, px, px, 3]."""
+    cats = w.categories()
+    got = [w.swap_item(seed, "id", cats[k % len(cats)], k // len(cats), px) for k in ks]
+    return [it for it, _, _ in got], np.stack([im for _, images, _ in got for im in images])
 
 
-# feature data names of SWAP items -> their world (None: the default world, world/styles.py)
-SWAPS = {"swaps": None, "swaps-flat": "flat", "swaps3d": "3d"}
+SWAPS = "swaps"  # feature data of SWAP items: swaps[@WORLD] (world/styles.py)
 
 
 def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 1000, style: str | None = None,
@@ -82,16 +75,14 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     one; both images and captions; each row's twin is the other half of its item). Held-out
     combinations never occur: items are built for split "id", from a seed other than the test
     benchmark's. Region features come from the regions SGI takes on that world's benchmark (3D:
-    objects). The cache records its world by its explicit name (swaps-flat or swaps3d)."""
-    from ..benchmarks.ctrl import SGI_3D
-
-    style = resolve(style)
+    objects). The cache records its world by its explicit name (swaps@flat or swaps@3d)."""
+    w = world(style)
     px = backend.image_size[0]
     parts: dict[str, list[np.ndarray]] = {}
     for start in track(range(0, n, chunk), description="features", disable=not progress):
-        items, images = _swap_items(style, seed, range(start, min(n, start + chunk)), px)
+        items, images = _swap_items(w, seed, range(start, min(n, start + chunk)), px)
         f = (image_features(backend, backend.normalize_pixels(torch.from_numpy(images)))
-             | region_features(backend, list(images), SGI_3D if style == "3d" else None)
+             | region_features(backend, list(images), w.sgi or None)
              | text_features(backend, [c for it in items for c in it.captions],
                              [from_grammar(segs) for it in items for segs in it.segments]))
         for k, v in f.items():
@@ -99,7 +90,7 @@ def extract_swaps(backend: Backend, out: str | os.PathLike, n: int, seed: int = 
     fields = {k: np.concatenate(v) for k, v in parts.items()}
     rows = len(fields["img_global"])
     fields["twin"] = np.arange(rows, dtype=np.int64) ^ 1  # rows 2i and 2i+1 are one item's halves
-    return write(out, backend, fields, {"data": "swaps3d" if style == "3d" else "swaps-flat", "seed": seed,
+    return write(out, backend, fields, {"data": f"{SWAPS}@{w.name}", "seed": seed,
                                         "samples": rows, "twins": rows},
                  overwrite)
 

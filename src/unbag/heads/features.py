@@ -50,11 +50,14 @@ def pack_regions(regions: list) -> dict:
 
 
 @torch.inference_mode()
-def alternative_features(backend: Backend, phrases: list[list], dim: int, world: str = "flat") -> dict:
+def alternative_features(backend: Backend, phrases: list[list], dim: int, world: str | None = None) -> dict:
     """phr_alt [N, MAX_PHRASES, MAX_ALTS, dim] and phr_alt_mask: each phrase's one-word changes in
-    the vocabulary of `world` (flat | 3d; world/phrases.py `alternatives`), each distinct text
-    encoded once."""
+    the vocabulary of `world` (None: the default world; world/phrases.py `alternatives`), each
+    distinct text encoded once."""
     from ..world.phrases import VOCABULARIES, alternatives
+    from ..world.styles import resolve
+
+    world = resolve(world)
 
     alts = [[alternatives(p.text, VOCABULARIES[world])[:MAX_ALTS] for p in ps[:MAX_PHRASES]] for ps in phrases]
     texts = sorted({a for per in alts for al in per for a in al})

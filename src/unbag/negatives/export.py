@@ -11,7 +11,8 @@ from rich.progress import Progress
 from ..benchmarks.common import caption_file
 from ..errors import UnbagError
 from ..utils import at_least, atomic_files, check_file_out, versions
-from ..world.stream import STREAMS, parse_stream
+from ..world.stream import is_stream, parse_stream
+from ..world.styles import world as world_of
 from .typed import TYPES, RuleGenerator, WorldGenerator
 
 
@@ -40,8 +41,8 @@ def written_by_negatives(path: Path) -> bool:
 def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k: int = 4, n: int = 1000,
            seed: int = 0, gen: str = "rules", device: str = "cpu", progress: bool = True,
            overwrite: bool = False) -> Path:
-    """Generate k negatives per caption of `data` (a world stream, world[:DIST] / world-flat / world3d: n
-    samples; or a caption file) and write them to `out`,
+    """Generate k negatives per caption of `data` (a world stream, world[@WORLD][:DIST]: n samples; or a
+    caption file) and write them to `out`,
     with OUT.meta.json beside it: how they were made (and, for an LLM, how many answers it kept).
     Files there that unbag did not write are refused unless `overwrite`; the caption file read, always."""
     bad = set(types) - set(TYPES)
@@ -52,19 +53,15 @@ def export(data: str, out: str | os.PathLike, types: tuple[str, ...] = TYPES, k:
     at_least("k", k)
     at_least("n", n)
     at_least("seed", seed, 0)
-    inputs = () if data.partition(":")[0] in STREAMS else (caption_file(data),)
+    inputs = () if is_stream(data) else (caption_file(data),)
     out = check_file_out(out, "negatives", written_by_negatives, overwrite, inputs,
                          also=(Path(os.path.expanduser(out)).with_suffix(".meta.json"),))
     entries, g = [], None
     with Progress(disable=not progress) as bar:
-        if data.partition(":")[0] in STREAMS:
+        if is_stream(data):
             style, dist = parse_stream(data)
-            if style == "3d":
-                from ..world import stream3d as source
-                world = WorldGenerator.for_3d()
-            else:
-                from ..world import stream as source
-                world = WorldGenerator()
+            source = world_of(style).part("stream")
+            world = WorldGenerator.for_world(world_of(style))
             task = bar.add_task("negatives", total=n)
             for i in range(n):
                 s = source.sample(seed, i, dist=dist)

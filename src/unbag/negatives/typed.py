@@ -138,7 +138,7 @@ class RuleGenerator:
 
 class WorldGenerator:
     """Exact typed negatives for a world scene described by a caption form, in a world's vocabulary
-    (the flat world's by default; `for_3d()`: the 3D world's)."""
+    (the flat world's by default; `for_world(w)`: any declared world's)."""
 
     def __init__(self, values: dict | None = None, shapes: tuple[str, ...] = SHAPES,
                  held_out: Callable[[object], list] = lambda o: o.held_out()):
@@ -146,11 +146,11 @@ class WorldGenerator:
         self.shapes, self.held_out = shapes, held_out
 
     @classmethod
-    def for_3d(cls) -> "WorldGenerator":
-        from ..world.scene3d import SHAPES3D
-        from ..world.swap3d import VALUES, held_out
-        return cls({"size": VALUES["size"], "color": VALUES["color"], "material": VALUES["material"]}, SHAPES3D,
-                   held_out)
+    def for_world(cls, world) -> "WorldGenerator":
+        """The generator of a world's vocabulary (a world/worlds/ declaration)."""
+        sizes, colors, materials = world.vocabulary()
+        return cls({"size": sizes, "color": colors, "material": materials}, tuple(world.part("shapes")),
+                   world.part("held_out"))
 
     def candidates(self, objs: list[Obj], form: cap.Form) -> dict[str, list[str]]:
         units = [list(g) for g in form.order] if form.kind == "count" else \

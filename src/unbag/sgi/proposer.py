@@ -11,7 +11,7 @@ predicts where in its cell each centre lies (at half resolution a cell is 2 px, 
 offset halves a small object's IoU). It is trained on pictures of 3D scenes placed by the world's
 rules with the instance maps the renderer draws beside them, never on a test item: a scene's
 objects are free to know there, as a detector's training boxes are. The scenes are the
-`world3d:pretraining` stream's and, with `crowded`, a share of fuller ones (CLEVR's scenes hold 3
+`world@3d:pretraining` stream's and, with `crowded`, a share of fuller ones (CLEVR's scenes hold 3
 to 10 objects; the stream's at most 5): two groups alike in all but shape (as a count item's) and
 up to two more objects, 2 to 8 in all. A held-out set of the same mix measures the result.
 

@@ -36,7 +36,7 @@ from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..sgi.regions import background_color, masked, row_fill
 from ..utils import parse_json
 from ..world import captions as cap, stream
-from ..world.styles import resolve
+from ..world.styles import world
 
 
 @dataclass
@@ -79,28 +79,24 @@ JITTER = 1  # px an object's box edge may move by in object views: SGI's propose
 
 # -- sources -----------------------------------------------------------------------------------
 class WorldSource:
-    """A world stream (`world:` of the default world, `world-flat:` or `world3d:`, or a rendered 3D
-    pool): sample k, its further descriptions (other caption forms) and its twin."""
+    """A world stream (`world[@WORLD]:`, or a rendered 3D pool): sample k, its further descriptions
+    (other caption forms) and its twin."""
 
     def __init__(self, seed: int, px: int, dist: str = stream.DEFAULT, style: str | None = None,
                  pool: str | None = None):
-        self.seed, self.px, self.style = seed, px, resolve(style)
+        self.seed, self.px, self.world = seed, px, world(style)
         if pool is not None:  # a rendered 3D pool (world/pool3d.py)
-            from ..world.pool3d import PoolStream
-            self.streams, self.style, self.dist = PoolStream(pool, seed), "3d", None
+            from ..world.pool3d import WORLD, PoolStream
+            self.streams, self.world, self.dist = PoolStream(pool, seed), WORLD, None
             if self.streams.meta["size"] != px:
                 raise UnbagError(f"pool:{pool}: rendered at {self.streams.meta['size']} px, the model takes {px} px")
-        elif self.style == "3d":
-            from ..world import stream3d
-            self.dist, self.streams = stream3d.distribution(dist), stream3d
         else:
-            self.dist, self.streams = stream.distribution(dist), stream
+            self.streams = self.world.part("stream")
+            self.dist = self.streams.distribution(dist)
+        self.style = self.world.name
 
     def _describe(self, s, rng: np.random.Generator) -> str:
-        if self.style != "3d":
-            return cap.describe(s.scene.objects, rng)[0]
-        from ..world.stream3d import describe
-        return describe(s.scene, rng)
+        return self.world.part("stream").describe(s.scene, rng)
 
     def sample(self, k: int):
         """Sample k of the stream (image, caption, its segments, scene)."""
@@ -118,13 +114,9 @@ class WorldSource:
         rng = np.random.default_rng([self.seed, 14, k])
         objs = list(s.scene.objects)
         px = s.image.shape[0]
-        if self.style == "3d":
-            from ..world.render3d import instances, visible
-            boxes = [v["box"] for v in visible(instances(s.scene, px), len(objs))]
-            fill = row_fill(s.image)
-        else:
-            boxes = [o.box(px) for o in objs]
-            fill = background_color(s.image)
+        boxes = self.world.object_boxes(s.scene, px)
+        # filled as SGI fills a region of this world's pictures
+        fill = row_fill(s.image) if self.world.sgi.get("fill") == "rows" else background_color(s.image)
         seen = [i for i, b in enumerate(boxes) if b is not None]  # a 3D pool keeps every object visible
         i = seen[int(rng.integers(len(seen)))]
         x0, y0, x1, y1 = (int(v) for v in np.asarray(boxes[i]) + rng.integers(-JITTER, JITTER + 1, 4) * [-1, -1, 1, 1])
@@ -142,7 +134,7 @@ class WorldSource:
         negs = None
         if typed:
             rng = np.random.default_rng([self.seed, 13, k])
-            gen = WorldGenerator.for_3d() if self.style == "3d" else WorldGenerator()
+            gen = WorldGenerator.for_world(self.world)
             negs = [n for _, n in gen.generate_for(list(s.scene.objects), s.form, typed, rng)]
         view, desc = self.object_view(k, s) if objects else (None, None)
         return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs, view, desc)
@@ -387,16 +379,16 @@ class DataSpec:
     """A training data spec, parsed once: what kind of source it names and its parts."""
     text: str
     kind: str  # world (a stream or a pool) | file | webdataset | negatives (DeGLA's layout)
-    style: str = ""  # world: flat | 3d
+    style: str = ""  # world: its name (world/worlds/)
     dist: str | None = None  # world: the stream's distribution (None: a pool's own)
     path: str = ""  # the pool folder, caption file, shard URLs or negatives file
     image_dir: str | None = None  # negatives: the COCO image folder
 
 
 def _pool(data: str, path: str) -> DataSpec:
-    from ..world.pool3d import read_meta
+    from ..world.pool3d import WORLD, read_meta
     read_meta(path)
-    return DataSpec(data, "world", "3d", path=path)
+    return DataSpec(data, "world", WORLD.name, path=path)
 
 
 def _negatives(data: str, rest: str) -> DataSpec:
@@ -404,7 +396,7 @@ def _negatives(data: str, rest: str) -> DataSpec:
     return DataSpec(data, "negatives", path=path, image_dir=image_dir or None)
 
 
-# PREFIX:REST forms of the training data specs (world streams: world.stream.STREAMS)
+# PREFIX:REST forms of the training data specs (world streams, world[@WORLD][:DIST]: world/stream.py)
 DATA_FORMS = {
     "pool": _pool,  # a rendered 3D pool (world/pool3d.py)
     "wds": lambda data, rest: DataSpec(data, "webdataset", path=rest),
@@ -417,13 +409,13 @@ DATA_FORMS = {
 def parse_data(data: str) -> DataSpec:
     """The training data a spec names; an unknown spec is refused, naming the forms."""
     head, _, rest = data.partition(":")
-    if head in stream.STREAMS:
+    if stream.is_stream(data):
         return DataSpec(data, "world", *stream.parse_stream(data))
     if head in DATA_FORMS:
         return DATA_FORMS[head](data, rest)
     if data.endswith((".csv", ".jsonl")):
         return DataSpec(data, "file", path=data)
-    raise UnbagError(f"unknown training data {data!r}; use world[:DIST], world-flat[:DIST], world3d[:DIST], pool:DIR, csv:PATH, "
+    raise UnbagError(f"unknown training data {data!r}; use world[@WORLD][:DIST], pool:DIR, csv:PATH, "
                      "jsonl:PATH, wds:URLS or degla:FILE[:IMAGE_DIR]")
 
 

@@ -64,7 +64,7 @@ class TrainConfig:
     ema: float = 0.0  # EMA decay of a teacher copy of the weights; 0: none
     patch_dropout: float = 0.0  # FLIP (arXiv 2212.00794): share of each image's patch tokens dropped in training
     typed_negatives: int = 4  # per caption, for methods that use typed negatives (DeGLA's K)
-    select: str = ""  # "ctrl-id[:N]" | "ctrl3d-id[:N]": export the checkpoint that validates best (select.py); "": the last
+    select: str = ""  # "ctrl-id[@WORLD][:N]": export the checkpoint that validates best (select.py); "": the last
     options: dict = field(default_factory=dict)  # the method's own options, as its objective declares them
 
     def __post_init__(self) -> None:

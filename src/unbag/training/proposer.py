@@ -196,7 +196,7 @@ def train(out: str | Path, n: int = 16000, steps: int = 12000, batch: int = 32, 
             print(log[-1], flush=True)
     t_train = time.time() - t0 - t_data
     record = {"width": width, "threshold": threshold, "stride": STRIDE, "offset": offset,
-              "data": {"stream": "world3d:pretraining scenes" + (f", {crowded:.0%} fuller scenes" if crowded else ""),
+              "data": {"stream": "world@3d:pretraining scenes" + (f", {crowded:.0%} fuller scenes" if crowded else ""),
                        "n": n, "seed": seed, "px": px, "crowded": crowded},
               "train": {"steps": steps, "batch": batch, "lr": lr, "seed": seed, "mirror": True},
               "data_s": round(t_data, 1), "train_s": round(t_train, 1), "log": log,

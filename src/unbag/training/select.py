@@ -1,8 +1,8 @@
 """Checkpoint selection on an in-distribution validation split, never the test.
 
 The paper's FT baseline (arXiv 2604.11496, following BiVLC's fine-tuning script) keeps the
-checkpoint that scores best on validation. With `--select ctrl-id[:N]` (the default world),
-`ctrl-flat-id[:N]` or `ctrl3d-id[:N]` the trainer scores every checkpoint by global cosine on N
+checkpoint that scores best on validation. With `--select ctrl-id[@WORLD][:N]` (no @WORLD: the
+default world) the trainer scores every checkpoint by global cosine on N
 in-distribution SWAP items per category of that world, drawn with a seed that neither the test
 (0) nor the heads' feature caches (1000) use, and exports the best one as the run's model.
 """
@@ -12,23 +12,23 @@ import torch
 
 from ..benchmarks.base import Benchmark
 from ..errors import UnbagError
-from ..world.styles import resolve
+from ..world.styles import resolve, split_world
 
 VAL_SEED = 4242
 DEFAULT_PER_CATEGORY = 100
 
 
-# --select NAME[:N] -> the world it validates on (None: the default world, world/styles.py)
-SPLITS = {"ctrl-id": None, "ctrl-flat-id": "flat", "ctrl3d-id": "3d"}
+SPLIT = "ctrl-id"  # --select ctrl-id[@WORLD][:N] (world/styles.py)
 
 
 def parse(spec: str) -> tuple[str, int]:
-    """(world style, items per category) of a `ctrl-id[:N]`, `ctrl-flat-id[:N]` or `ctrl3d-id[:N]` spec."""
-    name, _, n = spec.partition(":")
-    if name not in SPLITS or (n and not n.isdigit()) or (n and int(n) < 1):
-        raise UnbagError(f"--select {spec!r}: expected ctrl-id[:N] (the default world), ctrl-flat-id[:N] or "
-                         "ctrl3d-id[:N]; N items per category")
-    return resolve(SPLITS[name]), int(n) if n else DEFAULT_PER_CATEGORY
+    """(world, items per category) of a `ctrl-id[@WORLD][:N]` spec."""
+    parts = split_world(spec, (SPLIT,), "--select")
+    n = parts[2] if parts else ""
+    if parts is None or (n and not n.isdigit()) or (n and int(n) < 1):
+        raise UnbagError(f"--select {spec!r}: expected ctrl-id[@WORLD][:N] (no @WORLD: the default world); "
+                         "N items per category")
+    return resolve(parts[1]), int(n) if n else DEFAULT_PER_CATEGORY
 
 
 def validation_set(spec: str, px: int) -> Benchmark:

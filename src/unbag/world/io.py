@@ -27,11 +27,14 @@ from rich.progress import track
 from ..utils import atomic_dir
 from .render import RENDER_VERSION, render
 from .scene import HELD_OUT
-from .styles import check_render, resolve, size
+from .styles import check_render, size, world
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
+from .worlds import ordered_map
+from .worlds.clevr3d import WORLD as CLEVR3D
+from .worlds.flat import WORLD as FLAT
 
-FORMAT, VERSION = "unbag-ctrl", 1
-VERSION_3D = 2
+FORMAT, VERSION = "unbag-ctrl", FLAT.ctrl_version
+VERSION_3D = CLEVR3D.ctrl_version
 
 
 def png_bytes(arr: np.ndarray) -> bytes:
@@ -70,7 +73,7 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
           categories: list[str] | None = None, progress: bool = True, overwrite: bool = False,
           style: str | None = None, procs: int = 1) -> Path:
     """Write the benchmark to `out` atomically (a failed build leaves nothing behind) in the world
-    `style` (flat | 3d; None: the default world) at px (None: the world's size, world/styles.py);
+    `style` (a world/worlds/ name; None: the default world) at px (None: the world's size);
     3d renders CLEVR scenes over `procs` processes (the same bytes for any number)."""
     from ..errors import UnbagError
     from ..utils import at_least
@@ -81,8 +84,20 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
     for c in categories:
         if c not in CATEGORIES:
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
-    if resolve(style) == "3d":
-        return build3d(out, seed, per_category, px, categories, progress, overwrite, procs)
+    return world(style).part("build")(out, seed, per_category, px, categories, progress, overwrite, procs)
+
+
+def flat_item(job: tuple[int, str, str, int, int]) -> tuple:
+    """(item, [its two pictures], its record fields) of one flat SWAP item (worlds/__init__.py)."""
+    seed, split, cat, index, px = job
+    item = build_item(seed, split, cat, index)
+    rec = item_record(item, px, [])
+    return item, [render(s, px) for s in item.scenes], {k: rec[k] for k in ("segments", "objects", "held_out")}
+
+
+def build_flat(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,
+               procs: int = 1) -> Path:
+    """The flat world's `build` (format version 1; drawn here: a flat picture costs ~1 ms)."""
     total = len(SPLITS) * len(categories) * per_category
     with atomic_dir(out, "world build", overwrite) as tmp:
         (tmp / "images").mkdir()
@@ -115,7 +130,7 @@ def item3d_record(item, image_paths: list[str], mask_paths: list[str]) -> dict:
 def meta3d_record(seed: int, px: int, per_category: int, categories: list[str]) -> dict:
     from .render3d import RENDER_VERSION as RENDER3D
     from .swap3d import HELD_OUT as HELD_OUT3D
-    return {"format": FORMAT, "version": VERSION_3D, "style": "3d", "render": RENDER3D, "seed": seed, "size": px,
+    return {"format": FORMAT, "version": VERSION_3D, "style": CLEVR3D.name, "render": RENDER3D, "seed": seed, "size": px,
             "per_category": per_category, "categories": categories, "splits": list(SPLITS),
             "held_out": {k: sorted(f"{a} {b}" for a, b in v) for k, v in HELD_OUT3D.items()}}
 
@@ -144,15 +159,21 @@ def render_item3d(job: tuple[int, str, str, int, int]):
         torch.set_num_threads(before)
 
 
+def item3d(job: tuple[int, str, str, int, int]) -> tuple:
+    """(item, [its two pictures], its record fields) of one 3D SWAP item (worlds/__init__.py),
+    drawn on one torch thread: the pixels `build3d` writes."""
+    from .render3d import picture
+    from .swap3d import build_item as build3d_item
+    seed, split, cat, index, px = job
+    item = build3d_item(seed, split, cat, index, px)
+    rec = item3d_record(item, [], [])
+    return item, [picture(s, px) for s in item.scenes], {k: rec[k] for k in ("segments", "objects", "held_out", "scenes")}
+
+
 def items3d(seed: int, per_category: int, px: int, categories: list[str], procs: int = 1):
     """Yield (item, image PNGs, mask PNGs) in file order, rendered over `procs` processes."""
     jobs = [(seed, split, cat, i, px) for split in SPLITS for cat in categories for i in range(per_category)]
-    if procs <= 1:
-        yield from map(render_item3d, jobs)
-        return
-    from multiprocessing import get_context
-    with get_context("spawn").Pool(procs) as pool:
-        yield from pool.imap(render_item3d, jobs, chunksize=4)
+    yield from ordered_map(render_item3d, jobs, procs)
 
 
 def build3d(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,

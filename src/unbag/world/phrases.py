@@ -4,13 +4,13 @@ with. Each world has its own attribute words; a change draws from the world the 
 from __future__ import annotations
 
 from .captions import NUMBERS, PLURAL, phrase
-from .scene import COLORS, MATERIALS, SHAPES, SIZES, Obj
-from .scene3d import SHAPES3D
-from .swap3d import COLORS3D, MATERIALS3D, SIZES3D
+from .scene import COLORS, MATERIALS, SIZES, Obj
+from .styles import WORLDS
 
 VALUES = (SIZES, tuple(COLORS), MATERIALS)  # the flat world's attribute words: size, color, material
-VOCABULARIES = {"flat": VALUES, "3d": (SIZES3D, COLORS3D, MATERIALS3D)}
-SHAPE_WORDS = {"flat": SHAPES, "3d": SHAPES3D}
+# each world's attribute words (sizes, colours, materials) and shape nouns, by world name
+VOCABULARIES = {name: w.vocabulary() for name, w in WORLDS.items()}
+SHAPE_WORDS = {name: tuple(w.part("shapes")) for name, w in WORLDS.items()}
 NOUNS = {**{s: s for s in PLURAL}, **{p: s for s, p in PLURAL.items()}}  # shape noun -> shape
 
 

@@ -30,8 +30,11 @@ from ..errors import UnbagError
 from ..utils import atomic_dir, atomic_write, check_out, read_json
 from . import captions as cap
 from .stream import Sample, Twin
-from .styles import PX_3D
 from .swap3d import scene_from_record, scene_record
+from .worlds.clevr3d import (
+    PX as PX_3D,
+    WORLD,  # the world a pool holds samples of
+)
 
 FORMAT, VERSION, SHARD = "unbag-pool3d", 1, 512
 
@@ -79,16 +82,17 @@ def _render_shard(job: tuple[int, str, int, int, int]) -> tuple[int, bytes]:
     return k, buf.getvalue()
 
 
-def build_pool(out: str | os.PathLike, data: str = "world3d:finetuning", seed: int = 0, n: int = 4096,
+def build_pool(out: str | os.PathLike, data: str = "world@3d:finetuning", seed: int = 0, n: int = 4096,
                px: int = PX_3D, procs: int = 1, progress: bool = True, overwrite: bool = False) -> Path:
-    """Render samples 0..n-1 of a 3D stream (`world3d:DIST`) and their twins into a pool folder."""
+    """Render samples 0..n-1 of a 3D stream (`world@3d:DIST`) and their twins into a pool folder."""
     from rich.progress import track
 
     from .render3d import RENDER_VERSION
-    from .stream import NAMES3D, parse_stream
+    from .stream import parse_stream
     style, dist = parse_stream(data)
-    if style != "3d":
-        raise UnbagError(f"--data {data!r}: a pool renders a 3D stream: " + ", ".join(f"world3d:{d}" for d in NAMES3D))
+    if style != WORLD.name:
+        raise UnbagError(f"--data {data!r}: a pool renders a 3D stream: "
+                         + ", ".join(f"world@{WORLD.name}:{d}" for d in WORLD.distributions()))
     if n < 1:
         raise UnbagError(f"--n {n}: at least 1 sample")
     from .styles import check_render

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .styles import PX_3D
+from .worlds.clevr3d import PX as PX_3D
 
 # Bumped whenever the same scene renders to other pixels (recorded by 3D benchmarks; flat ones are
 # at 1-2, so the numbers never meet). 3 (2026-12-02): the first 3D world.
@@ -386,3 +386,8 @@ def visible(instances: np.ndarray, n: int) -> list[dict]:
         out.append({"visible_px": int(len(xs)),
                     "box": [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1] if len(xs) else None})
     return out
+
+
+def object_boxes(scene: Scene3D, px: int) -> list:
+    """Each object's box of visible pixels at px, None for a hidden one (worlds/clevr3d.py)."""
+    return [v["box"] for v in visible(instances(scene, px), len(scene.objects))]

@@ -116,3 +116,8 @@ def place(rng: np.random.Generator, objs: list[Obj], max_radius: bool = False) -
         else:
             return None
     return placed
+
+
+def object_boxes(scene: Scene, px: int) -> list[list[int]]:
+    """Each object's box at px (worlds/flat.py): every flat object is fully visible."""
+    return [o.box(px) for o in scene.objects]

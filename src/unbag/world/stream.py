@@ -25,7 +25,7 @@ from ..errors import UnbagError
 from . import captions as cap
 from .render import render
 from .scene import ATTRIBUTES, SHAPES, Scene, _fits, place, random_attrs
-from .styles import resolve
+from .styles import split_world, world
 from .swap import VALUES
 
 
@@ -51,25 +51,33 @@ DISTRIBUTIONS = {
 DEFAULT = "finetuning"
 
 
-# the distributions the 3D world has: all of them
-NAMES3D = tuple(DISTRIBUTIONS)
-# stream prefix -> its world (None: the default world, world/styles.py)
-STREAMS = {"world": None, "world-flat": "flat", "world3d": "3d"}
+STREAM = "world"  # a stream spec: world[@WORLD][:DIST]
+
+
+def is_stream(spec: str) -> bool:
+    """Whether a data spec names a world stream (world[@WORLD][:DIST])."""
+    return split_world(spec, (STREAM,), "data") is not None
 
 
 def parse_stream(spec: str) -> tuple[str, str]:
-    """(style, distribution) of a stream spec: world[:DIST] (the default world), world-flat[:DIST]
-    or world3d[:DIST]; DIST defaults to finetuning. An unknown prefix or distribution is an error
-    naming the choices."""
-    prefix, _, dist = spec.partition(":")
-    if prefix not in STREAMS:
-        raise UnbagError(f"{spec!r}: not a world stream; use world[:DIST], world-flat[:DIST] or world3d[:DIST]")
-    style = resolve(STREAMS[prefix])
-    names = NAMES3D if style == "3d" else tuple(DISTRIBUTIONS)
+    """(world, distribution) of a stream spec world[@WORLD][:DIST] (no @WORLD: the default world);
+    DIST defaults to finetuning. An unknown world or distribution is an error naming the choices."""
+    parts = split_world(spec, (STREAM,), "data")
+    if parts is None:
+        raise UnbagError(f"{spec!r}: not a world stream; use world[@WORLD][:DIST]")
+    _, style, dist = parts
+    w = world(style)
+    names = w.distributions()
     dist = dist or DEFAULT
     if dist not in names:
+        prefix = spec.partition(":")[0]
         raise UnbagError(f"unknown world distribution in {spec!r}; use " + ", ".join(f"{prefix}:{d}" for d in names))
-    return style, dist
+    return w.name, dist
+
+
+def describe(scene: Scene, rng: np.random.Generator) -> str:
+    """One more description of a scene, in another caption form (worlds/__init__.py: a stream's)."""
+    return cap.describe(scene.objects, rng)[0]
 
 
 def distribution(name: str | Distribution) -> Distribution:

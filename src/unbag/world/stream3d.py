@@ -1,4 +1,4 @@
-"""The training streams of the 3D world (`world3d:pretraining`, `world3d:finetuning`): CLEVR scenes
+"""The training streams of the 3D world (`world@3d:pretraining`, `world@3d:finetuning`): CLEVR scenes
 rendered on the fly, with the flat streams' distributions and caption grammar (stream.py).
 
 `pretraining` may render and name every combination; `finetuning` never renders or names the
@@ -24,9 +24,9 @@ import numpy as np
 from . import captions as cap
 from .render3d import instances, picture
 from .scene3d import SHAPES3D, min_visible, place_drawn, placed
-from .stream import Distribution, Sample, Twin, _swaps, distribution
-from .styles import PX_3D
+from .stream import DISTRIBUTIONS, Distribution, Sample, Twin, _swaps, distribution  # noqa: F401 (a world's stream module names its distributions)
 from .swap3d import RELATIONS3D, VALUES, held_out, positions, random_obj, relation_holds
+from .worlds.clevr3d import PX as PX_3D
 
 
 def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:

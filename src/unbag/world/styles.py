@@ -1,37 +1,61 @@
-"""unbag's two worlds, and the one that names without a world in them mean.
+"""unbag's worlds by name (declared in world/worlds/), the one that names without a world in them
+mean, and the `NAME@WORLD` spelling every spec that names a world uses.
 
-`flat`: 2D shapes on grey (world/scene.py, render.py); `3d`: CLEVR-faithful scenes (scene3d.py,
-render3d.py; docs/world3d.md). The unqualified names — the `ctrl` and `ctrl-retrieval`
-benchmarks, `world[:DIST]` streams, `swaps` features and `--select ctrl-id` — name the DEFAULT
-world; `ctrl@flat` / `ctrl@3d`, `world-flat:` / `world3d:`, `swaps-flat` / `swaps3d` and
-`ctrl-flat-id` / `ctrl3d-id` name one explicitly, so that a script says which it means and keeps
+The unqualified names — the `ctrl` and `ctrl-retrieval` benchmarks, `world[:DIST]` streams,
+`swaps` features and `--select ctrl-id` — name the DEFAULT world; `ctrl@flat`, `world@3d:DIST`,
+`swaps@flat`, `ctrl-id@3d` name one explicitly, so that a script says which it means and keeps
 meaning it when the default moves (docs/world3d.md).
 """
 from __future__ import annotations
 
 from ..errors import UnbagError
+from .worlds import World, declared
 
-STYLES = ("flat", "3d")
+WORLDS: dict[str, World] = declared()
+STYLES = tuple(WORLDS)
 DEFAULT = "3d"
-# the side in pixels a world's pictures are drawn at unless asked otherwise: the input size of the
-# built-in model of that world (3D: 96 px since 2026-12-06, where a small object is wide enough for
-# its shape to be read and counted; docs/log.md)
-PX_FLAT, PX_3D = 64, 96
-SIZES = {"flat": PX_FLAT, "3d": PX_3D}
+SIZES = {name: w.px for name, w in WORLDS.items()}
+
+# the spellings before NAME@WORLD, refused with the one to write instead
+RENAMED = {"world-flat": "world@flat", "world3d": "world@3d", "swaps-flat": "swaps@flat", "swaps3d": "swaps@3d",
+           "ctrl-flat-id": "ctrl-id@flat", "ctrl3d-id": "ctrl-id@3d"}
 
 
 def resolve(style: str | None) -> str:
     """The world a style names: the default for None; an unknown one is an error naming both."""
     if style is None:
         return DEFAULT
-    if style not in STYLES:
+    if style not in WORLDS:
         raise UnbagError(f"world {style!r}: one of {', '.join(STYLES)}")
     return style
 
 
+def world(style: str | None) -> World:
+    """The declaration of a world (None: the default world)."""
+    return WORLDS[resolve(style)]
+
+
 def size(style: str | None) -> int:
     """The side in pixels a world's pictures are drawn at by default (None: the default world)."""
-    return SIZES[resolve(style)]
+    return world(style).px
+
+
+def split_world(spec: str, names: tuple[str, ...] | dict, what: str) -> tuple[str, str | None, str]:
+    """(name, world or None, rest) of `NAME[@WORLD][:REST]` where NAME is one of `names`; None when
+    NAME is not one of them. An old spelling (world3d:, swaps-flat, ...) is refused naming the new
+    one; an unknown world, naming the worlds."""
+    head, colon, rest = spec.partition(":")
+    name, at, style = head.partition("@")
+    if name in RENAMED and not at:
+        new = RENAMED[name] + (colon + rest)
+        raise UnbagError(f"{what} {spec!r}: now spelled {new!r} (NAME@WORLD)")
+    if name not in names:
+        return None  # type: ignore[return-value]
+    if at:
+        if style not in WORLDS:
+            raise UnbagError(f"{what} {spec!r}: unknown world {style!r}; one of {', '.join(STYLES)}")
+        return name, style, rest
+    return name, None, rest
 
 
 def render_procs() -> int:

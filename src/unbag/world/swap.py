@@ -22,6 +22,11 @@ VALUES = {"color": tuple(COLORS), "size": SIZES, "material": MATERIALS}
 COUNT_PAIRS = ((1, 2), (2, 1), (1, 3), (3, 1))
 
 
+def held_out(o) -> list[str]:
+    """The held-out combinations an object shows (worlds/flat.py)."""
+    return o.held_out()
+
+
 @dataclass
 class SwapItem:
     """One SWAP test item; caption i is true of scene i only."""

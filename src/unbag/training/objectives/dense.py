@@ -138,8 +138,8 @@ class DenseOptions:
     shape_swaps: bool = field(default=False, metadata={"help": "the phrase swaps replace shape nouns too, with "
                                                                 "the caption's other shapes"})
     vocabulary: str = field(default=DEFAULT_STYLE, metadata={
-        "help": f"the world whose attribute words the phrase swaps draw from: flat | 3d (default "
-                f"{DEFAULT_STYLE}, the default world's; on world3d: or a pool: 3d, on world-flat: flat)"})
+        "help": f"the world whose attribute words the phrase swaps draw from: {' | '.join(VOCABULARIES)} (default "
+                f"{DEFAULT_STYLE}, the default world's; train on world@WORLD: with that WORLD)"})
 
     def __post_init__(self):
         if self.vocabulary not in VOCABULARIES:

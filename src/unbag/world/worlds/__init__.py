@@ -1,0 +1,93 @@
+"""unbag's worlds, each declared once in a module of this package (`flat.py`, `clevr3d.py`): what
+the rest of the package asks about a world's pictures, items, streams and SGI settings. Adding a
+world is adding one module here that defines `WORLD = World(...)`.
+
+A declaration names the modules that implement it as strings, resolved when first asked, so that
+those modules can read the declaration's constants (its picture size) without an import cycle,
+and the registry costs nothing to import (`unbag --version` loads no renderer).
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+
+@dataclass(frozen=True)
+class World:
+    """One world: its constants, and where its parts live ("module" or "module:attribute" under
+    unbag.world)."""
+    name: str  # what specs say after '@' (ctrl@NAME, world@NAME:DIST, swaps@NAME, ctrl-id@NAME)
+    about: str
+    px: int  # the side its pictures are drawn at unless asked: the input size of its built-in model
+    ctrl_version: int  # the version a built ctrl folder of this world records (docs/ctrl-format.md)
+    masks: bool  # whether a built ctrl folder carries instance masks
+    parallel: bool  # whether drawing pays for worker processes (a 3D scene costs ~45 ms, a flat one ~1)
+    sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/__init__.py SGIConfig)
+    renderer: str = ""  # module with RENDER_VERSION
+    stream: str = ""  # module with sample, twin, distribution, describe and DISTRIBUTIONS
+    swap: str = ""  # module with CATEGORIES, SPLITS, VALUES (size/color/material words) and build_item
+    shapes: str = ""  # its shape nouns
+    held_out: str = ""  # obj -> the held-out combinations it shows
+    item: str = ""  # (seed, split, category, index, px) -> (SwapItem, [RGB arrays], record fields)
+    boxes: str = ""  # (scene, px) -> each object's visible box [x0, y0, x1, y1] or None
+    build: str = ""  # writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite, procs)
+
+    def part(self, name: str) -> Any:
+        """The module or attribute a field names, imported when first asked."""
+        mod, _, attr = getattr(self, name).partition(":")
+        m = importlib.import_module(f"unbag.world.{mod}")
+        return getattr(m, attr) if attr else m
+
+    def render_version(self) -> int:
+        return self.part("renderer").RENDER_VERSION
+
+    def categories(self) -> tuple[str, ...]:
+        return tuple(self.part("swap").CATEGORIES)
+
+    def splits(self) -> tuple[str, ...]:
+        return tuple(self.part("swap").SPLITS)
+
+    def distributions(self) -> tuple[str, ...]:
+        return tuple(self.part("stream").DISTRIBUTIONS)
+
+    def vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Its attribute words: sizes, colours, materials."""
+        values = self.part("swap").VALUES
+        return tuple(values["size"]), tuple(values["color"]), tuple(values["material"])
+
+    def swap_item(self, seed: int, split: str, category: str, index: int, px: int) -> tuple:
+        """(SwapItem, its two pictures [px, px, 3] uint8, its record fields) of one SWAP item."""
+        return self.part("item")((seed, split, category, index, px))
+
+    def swap_items(self, seed: int, per_category: int, px: int, categories: list[str] | None = None,
+                   procs: int = 1, split: str | None = None) -> Iterator[tuple]:
+        """`swap_item` of every item in file order (split, category, index), over `procs` processes
+        (the same bytes for any number)."""
+        cats = [c for c in self.categories() if categories is None or c in categories]
+        jobs = [(seed, s, c, i, px) for s in ([split] if split else self.splits()) for c in cats
+                for i in range(per_category)]
+        yield from ordered_map(self.part("item"), jobs, procs)
+
+    def object_boxes(self, scene, px: int) -> list:
+        return self.part("boxes")(scene, px)
+
+
+def ordered_map(fn: Callable, jobs: list, procs: int, chunksize: int = 4) -> Iterator:
+    """fn over jobs in order: here, or over `procs` spawned processes."""
+    if procs <= 1:
+        yield from map(fn, jobs)
+        return
+    from multiprocessing import get_context
+    with get_context("spawn").Pool(procs) as pool:
+        yield from pool.imap(fn, jobs, chunksize=chunksize)
+
+
+def declared() -> dict[str, World]:
+    """Every world declared in this package, by name (sorted by module name)."""
+    out = {}
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        w = importlib.import_module(f"{__name__}.{m.name}").WORLD
+        out[w.name] = w
+    return out
