@@ -7,8 +7,8 @@ from unbag import benchmarks
 
 
 def test_every_photo_benchmark_declares_a_photo_region_source():
-    from unbag.world.worlds.clevr3d import SGI as SGI_3D
     from unbag.world.styles import resolve
+    from unbag.world.worlds.clevr3d import SGI as SGI_3D
     for name, k in benchmarks.BENCHMARKS.items():
         if k.global_only or name == "ctrl":
             continue
@@ -42,11 +42,11 @@ def test_a_3d_ctrl_declares_learned_object_regions_and_its_heads_and_results_use
     """SGI on CLEVR scenes takes the learned proposer's `objects` regions (no ground truth) whether the 3D ctrl is generated
     or read from a built folder; the flat ctrl keeps blobs+groups; the user's option still wins."""
     from unbag import load_benchmark, models
-    from unbag.world.worlds.clevr3d import SGI as SGI_3D
     from unbag.cli import main
     from unbag.evaluation import evaluate
     from unbag.heads.tfregions import TFRegions
     from unbag.sgi.config import SGIConfig
+    from unbag.world.worlds.clevr3d import SGI as SGI_3D
 
     flat, cube = load_benchmark("ctrl", per_category=1, style="flat"), load_benchmark("ctrl", per_category=1, style="3d")
     assert SGIConfig.for_benchmark(flat).regions == "blobs+groups" and SGIConfig.for_benchmark(cube).regions == "objects"

@@ -7,7 +7,7 @@ import torch
 
 from unbag.sgi.proposer import STRIDE, Proposer, decode
 from unbag.training.proposer import focal_loss, targets
-from unbag.world.styles import PX_3D
+from unbag.world.worlds.clevr3d import PX as PX_3D
 
 
 def _map(boxes, px=64):

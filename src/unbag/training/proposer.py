@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..sgi.proposer import STRIDE, Proposer, decode
-from ..world.styles import PX_3D
+from ..world.worlds.clevr3d import PX as PX_3D  # the proposer reads 3D scenes
 
 
 def targets(inst: np.ndarray, sigma: float = 0.8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
