@@ -17,6 +17,7 @@ from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
 from .cache import JobCache
 from .errors import UnbagError, warn
+from .metrics.intervals import interval_config
 from .metrics.retrieval import recall
 from .models.base import Backend, config_id, weights_id
 from .utils import at_least, atomic_files, check_file_out, versions
@@ -132,25 +133,47 @@ def scored(b: Benchmark, score_fn, backend, batch_size: int, progress: bool, wor
     return (blocks, per_item) if rank == 0 else None
 
 
-def item_metrics(b, per_item: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
+def item_metrics(b, per_item: dict[str, torch.Tensor], parts: dict | None = None) -> tuple[dict, dict, dict]:
     """Per-item values bucketed by the benchmark's grouping ('split/category/metric' or
     'subset/metric', with 'KEY=VALUE/metric' for every other group key), plus its own breakdowns:
-    (metrics, ties, counts)."""
+    (metrics, ties, counts); `parts`, when given, gets how each bucket's value was made."""
     from .metrics.summary import summarize
 
     names = tuple(m for m in per_item if not m.startswith("tie/"))
     if b.grouping == "split/category":
-        flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], names)
+        flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], names, parts)
     else:
-        flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro)
+        flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro, parts)
         for key in sorted({k for it in b.items for k in it.group} - {"subset"}):  # e.g. Winoground's tags
-            f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names)
+            more: dict = {}
+            f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names, parts=more)
             flat.update({k: v for k, v in f2.items() if "=" in k})
             ties.update({k: v for k, v in t2.items() if "=" in k})
             counts.update({k: v for k, v in c2.items() if "=" in k})
+            if parts is not None:
+                parts.update({k: v for k, v in more.items() if "=" in k})
     if b.breakdown is not None:
         flat.update(b.breakdown(per_item, b.items))
     return flat, ties, counts
+
+
+def item_intervals(b, per_item: dict[str, torch.Tensor], flat: dict, parts: dict) -> tuple[dict, dict]:
+    """(intervals, methods) of every metric of an item benchmark (metrics/intervals.py): its
+    breakdowns recomputed on resampled items, each drawn copy of a cluster (`b.cluster`) its own."""
+    from dataclasses import replace
+
+    from .metrics.intervals import item_intervals as intervals
+
+    def breakdown(draw: list[tuple[int, int]]) -> dict[str, float]:
+        idx = [i for i, _ in draw]
+        items = [b.items[i] if not b.cluster else
+                 replace(b.items[i], meta={**b.items[i].meta, b.cluster: (b.items[i].meta.get(b.cluster), d)})
+                 for i, d in draw]
+        return b.breakdown({k: v[idx] for k, v in per_item.items()}, items)
+
+    clusters = [it.meta.get(b.cluster) for it in b.items] if b.cluster else None
+    extra = tuple(k for k in flat if k not in parts)
+    return intervals(per_item, parts, len(b.items), clusters, breakdown if b.breakdown else None, extra)
 
 
 def items_hash(data: bytes) -> str:
@@ -241,10 +264,10 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
     t0, t1, t2 = times
     per_item, alike = None, None
     if isinstance(b, RetrievalSet):
-        flat, counts, extra = retrieval_metrics(backend, b, batch_size, progress), {"all/retrieval": len(b.images)}, {}
+        (flat, bounds, how), counts, extra = retrieval_metrics(backend, b, batch_size, progress), {"all/retrieval": len(b.images)}, {}
         ties, n_items = {}, len(b.images)
     elif isinstance(b, ClassificationSet):
-        flat, counts = classification_metrics(backend, b, batch_size, progress), {"all": len(b.images)}
+        (flat, bounds, how), counts = classification_metrics(backend, b, batch_size, progress), {"all": len(b.images)}
         ties, n_items, extra = {}, len(b.images), {"templates": list(b.templates)}
     else:
         if rank == 0:
@@ -258,7 +281,9 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
             warn(f"{b.spec}: {alike} item(s) have different captions that {spec}'s tokenizer makes the same tokens "
                  "(cut by its context length, or differing only in case or spacing); they can only tie, and are "
                  "counted in the results as 'tokenized_alike'")
-        flat, ties, counts = item_metrics(b, per_item)
+        parts: dict = {}
+        flat, ties, counts = item_metrics(b, per_item, parts)
+        bounds, how = item_intervals(b, per_item, flat, parts)
         n_items, extra = len(b.items), {}
     t3 = time.perf_counter()
     res = {
@@ -267,7 +292,8 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         "random_weights": bool(backend.random_weights),
         "protocol": protocol,
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
-        "metrics": flat, "ties": ties, "counts": counts, "n_items": n_items,
+        "metrics": flat, "intervals": bounds, "interval_methods": how, "interval_config": interval_config(),
+        "ties": ties, "counts": counts, "n_items": n_items,
         **({"tokenized_alike": alike} if alike is not None else {}),
         "seed": seed,
         "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol, "precision": precision,
@@ -289,10 +315,10 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
     return res
 
 
-def classification_metrics(backend: Backend, b: ClassificationSet, batch_size: int, progress: bool) -> dict:
+def classification_metrics(backend: Backend, b: ClassificationSet, batch_size: int, progress: bool) -> tuple:
     """Zero-shot top-1, top-5 (only with more than 5 classes, as CLIP_benchmark) and mean per-class
     recall: class embedding = mean of its normalised template embeddings; a tie counts against
-    the model (strict: the true class must score above every other)."""
+    the model (strict: the true class must score above every other). (metrics, intervals, methods)."""
     import torch.nn.functional as F
 
     from .metrics.zeroshot import zeroshot
@@ -303,14 +329,18 @@ def classification_metrics(backend: Backend, b: ClassificationSet, batch_size: i
     cls = F.normalize(encode_texts(backend, prompts, progress=progress).view(len(b.classes), len(b.templates), -1)
                       .mean(1), dim=-1)
     sim = finite(img @ cls.T, backend.spec, b.spec)
-    return {f"all/zeroshot/{k}": v for k, v in zeroshot(sim, b.labels).items()}
+    got, bounds, how = zeroshot(sim, b.labels, intervals=True)
+    return ({f"all/zeroshot/{k}": v for k, v in got.items()}, {f"all/zeroshot/{k}": v for k, v in bounds.items()},
+            {f"all/zeroshot/{k}": v for k, v in how.items()})
 
 
-def retrieval_metrics(backend: Backend, b: RetrievalSet, batch_size: int, progress: bool) -> dict:
-    """Recall@1/5/10 both ways from the global similarity matrix."""
+def retrieval_metrics(backend: Backend, b: RetrievalSet, batch_size: int, progress: bool) -> tuple:
+    """Recall@1/5/10 both ways from the global similarity matrix: (metrics, intervals, methods)."""
     from .scoring.encode import encode_images, encode_texts
 
     img = encode_images(backend, b.images, None, batch_size, b.image_size, progress)
     txt = encode_texts(backend, b.texts, progress=progress)
     sim = finite(img @ txt.T, backend.spec, b.spec)
-    return {f"all/retrieval/{k}": v for k, v in recall(sim, b.image_texts).items()}
+    got, bounds, how = recall(sim, b.image_texts, intervals=True)
+    return ({f"all/retrieval/{k}": v for k, v in got.items()}, {f"all/retrieval/{k}": v for k, v in bounds.items()},
+            {f"all/retrieval/{k}": v for k, v in how.items()})

@@ -72,6 +72,8 @@ class Benchmark:
     # (What'sUp's pair and set accuracy, VL-CheckList's categories)
     breakdown: Callable[[dict[str, torch.Tensor], list[Item]], dict[str, float]] | None = None
     macro: list[str] | None = None  # subsets in the macro average (None: all of them)
+    # the meta key of items scored together (What'sUp's object pair): intervals resample them as one
+    cluster: str | None = None
     # how results are bucketed: by the items' `subset` (micro, macro and per subset, plus any other
     # group key) or, "split/category", per split x category with 'all' levels (ctrl)
     grouping: str = "subset"

@@ -132,7 +132,7 @@ def load(root: str | Path) -> Benchmark:
         "acc_official: np.argmax as in aro_datasets.py, a tie with the true (first) caption counts as right; "
         "acc: strict"]})
     return Benchmark("whatsup", f"whatsup:{root}", unique_ids(items, str(root)), info, metric=metric,
-                     breakdown=breakdown)
+                     breakdown=breakdown, cluster="pair")
 
 
 RELEASE = "github.com/amitakamath/whatsup_vlms (data/ and its image download)"  # where to download it

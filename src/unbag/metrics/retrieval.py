@@ -15,14 +15,20 @@ def ranks(sim: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
     return ahead + 1
 
 
-def recall(sim: torch.Tensor, image_texts: list[list[int]], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, float]:
-    """Recall@k both ways: sim [images, texts]; image_texts[i] = the texts that describe image i."""
+def recall(sim: torch.Tensor, image_texts: list[list[int]], ks: tuple[int, ...] = (1, 5, 10),
+           intervals: bool = False):
+    """Recall@k both ways: sim [images, texts]; image_texts[i] = the texts that describe image i.
+    With `intervals`: (recalls, their 95% intervals, their methods; metrics/intervals.py)."""
     pos = torch.zeros(sim.shape, dtype=torch.bool)
     for i, ts in enumerate(image_texts):
         pos[i, ts] = True
-    out = {}
+    out, hits = {}, {}
     for name, s, p in (("i2t", sim, pos), ("t2i", sim.T, pos.T)):
         r = ranks(s, p)
         for k in ks:
-            out[f"{name}/R@{k}"] = float((r <= k).float().mean())
-    return out
+            hits[f"{name}/R@{k}"] = (r <= k).float()
+            out[f"{name}/R@{k}"] = float(hits[f"{name}/R@{k}"].mean())
+    if not intervals:
+        return out
+    from .intervals import query_intervals
+    return (out, *query_intervals(hits))

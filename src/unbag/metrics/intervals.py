@@ -1,0 +1,169 @@
+"""95% intervals on every reported metric, and paired comparisons of two results on one item set.
+
+- A proportion over independent items (a bucket's mean of a 0/1 per-item value: accuracy, a
+  Winoground item's text / image / group score, zero-shot top-k) gets the Wilson score interval
+  (Wilson 1927; Brown, Cai & DasGupta 2001 recommend it over the normal approximation, which
+  collapses to a point at 0% and 100%).
+- Everything else (a macro average over subsets, a mean of non-binary per-item values such as
+  average precision, retrieval recall, a benchmark's own breakdowns over paired items) gets a
+  seeded percentile bootstrap over items: RESAMPLES resamples of the benchmark's items with
+  replacement, each metric recomputed on each, the 2.5th and 97.5th percentiles kept. Items a
+  benchmark scores together (What'sUp's pairs: `Benchmark.cluster`) are resampled together.
+
+Results record `intervals: {KEY: [lo, hi]}` and `interval_methods: {KEY: "wilson" | "bootstrap"}`
+beside `interval_config` (level, resamples, seed): docs/results.md, "Intervals".
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+LEVEL = 0.95
+Z = 1.959963984540054  # the standard normal's 97.5th percentile
+RESAMPLES = 1000
+BREAKDOWN_RESAMPLES = 200  # a benchmark's own breakdown is recomputed in Python per resample
+SEED = 0
+
+
+def wilson(k: float, n: int, z: float = Z) -> tuple[float, float]:
+    """The Wilson score interval of k successes in n trials (n = 0: the whole [0, 1])."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> torch.Tensor:
+    """How many times each of n units is drawn in each resample with replacement [resamples, n]."""
+    g = torch.Generator().manual_seed(seed)
+    draws = torch.randint(n, (resamples, n), generator=g)
+    return torch.zeros(resamples, n).scatter_add_(1, draws, torch.ones(resamples, n))
+
+
+def percentile(values: torch.Tensor, level: float = LEVEL) -> tuple[float, float]:
+    """The central `level` percentile interval of bootstrap values (NaNs, resamples with no item
+    of a bucket, left out)."""
+    v = values[~values.isnan()].double()
+    if not len(v):
+        return math.nan, math.nan
+    a = (1 - level) / 2
+    return float(torch.quantile(v, a)), float(torch.quantile(v, 1 - a))
+
+
+def binary(v: torch.Tensor) -> bool:
+    return bool(((v == 0) | (v == 1)).all())
+
+
+def bootstrap_means(v: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Each resample's mean of per-unit values v [n] (NaN: the unit does not count) [resamples]."""
+    keep = ~v.isnan()
+    w = counts[:, keep]
+    return (w @ v[keep].float()) / w.sum(1)
+
+
+@dataclass(frozen=True)
+class Part:
+    """How a reported metric was made from per-item values: the mean of `metric` over `items`,
+    or ("macro") the mean of other keys' values."""
+    kind: str  # mean | macro
+    metric: str = ""
+    items: tuple[int, ...] = ()
+    of: tuple[str, ...] = ()
+
+
+def item_intervals(per_item: dict[str, torch.Tensor], parts: dict[str, Part], n: int,
+                   clusters: list | None = None,
+                   breakdown: Callable[[list[tuple[int, int]]], dict[str, float]] | None = None,
+                   breakdown_keys: tuple[str, ...] = (), resamples: int = RESAMPLES,
+                   seed: int = SEED) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """(intervals, methods) of every key of `parts` and of `breakdown_keys`: Wilson for a mean of
+    0/1 values over independent items, else the percentile bootstrap over the n items (over
+    `clusters`, one label per item, when items are scored together). `breakdown(draw)`
+    recomputes the breakdown keys on a resample given as (item index, draw) pairs."""
+    out: dict[str, list[float]] = {}
+    how: dict[str, str] = {}
+    groups = _cluster_index(clusters, n)
+    counts = resample_counts(len(groups), resamples, seed)
+    if clusters is not None:  # a unit's draws count for each of its items
+        item_counts = torch.zeros(resamples, n)
+        for u, members in enumerate(groups):
+            item_counts[:, members] = counts[:, u:u + 1]
+    else:
+        item_counts = counts
+    boot: dict[str, torch.Tensor] = {}
+    for key, p in parts.items():
+        if p.kind != "mean":
+            continue
+        v = per_item[p.metric][list(p.items)].float()
+        got = v[~v.isnan()]
+        if clusters is None and binary(got):
+            out[key], how[key] = list(wilson(float(got.sum()), len(got))), "wilson"
+            continue
+        full = torch.full((n,), math.nan)
+        full[list(p.items)] = v
+        boot[key] = bootstrap_means(full, item_counts)
+    for key, p in parts.items():
+        if p.kind == "macro":
+            subs = [boot.get(k) if k in boot else _boot_of(k, parts, per_item, n, item_counts) for k in p.of]
+            boot[key] = torch.stack(subs).mean(0)
+    for key, values in boot.items():
+        out[key], how[key] = list(percentile(values)), "bootstrap"
+    if breakdown is not None and breakdown_keys:
+        draws = _draws(groups, min(resamples, BREAKDOWN_RESAMPLES), seed)
+        got = [breakdown(idx) for idx in draws]
+        for key in breakdown_keys:
+            vals = torch.tensor([g.get(key, math.nan) for g in got], dtype=torch.float64)
+            out[key], how[key] = list(percentile(vals)), "bootstrap"
+    return {k: [_round(a) for a in v] for k, v in out.items()}, how
+
+
+def _boot_of(key: str, parts: dict[str, Part], per_item, n: int, item_counts: torch.Tensor) -> torch.Tensor:
+    p = parts[key]
+    full = torch.full((n,), math.nan)
+    full[list(p.items)] = per_item[p.metric][list(p.items)].float()
+    return bootstrap_means(full, item_counts)
+
+
+def _cluster_index(clusters: list | None, n: int) -> list[list[int]]:
+    if clusters is None:
+        return [[i] for i in range(n)]
+    index: dict = {}
+    for i, c in enumerate(clusters):
+        index.setdefault(c, []).append(i)
+    return list(index.values())
+
+
+def _draws(groups: list[list[int]], resamples: int, seed: int) -> list[list[tuple[int, int]]]:
+    """Resamples as (item index, draw) pairs, whole clusters drawn (`draw` tells a cluster's
+    copies in one resample apart), for a breakdown recomputed per resample."""
+    g = torch.Generator().manual_seed(seed + 1)
+    picks = torch.randint(len(groups), (resamples, len(groups)), generator=g).tolist()
+    return [[(i, d) for d, u in enumerate(row) for i in groups[u]] for row in picks]
+
+
+def _round(x: float) -> float:
+    return x if math.isnan(x) else round(x, 6)
+
+
+def query_intervals(hits: dict[str, torch.Tensor], resamples: int = RESAMPLES,
+                    seed: int = SEED) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """Intervals of retrieval recall (KEY -> each query's 0/1 hit): a bootstrap over the queries,
+    whose ranks share their candidates (one resampling per query side)."""
+    out, how, counts = {}, {}, {}
+    for key, h in hits.items():
+        q = len(h)
+        if q not in counts:
+            counts[q] = resample_counts(q, resamples, seed)
+        out[key], how[key] = [_round(a) for a in percentile(bootstrap_means(h.float(), counts[q]))], "bootstrap"
+    return out, how
+
+
+def interval_config(resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+    """What a results file records of how its intervals were made."""
+    return {"level": LEVEL, "resamples": resamples, "breakdown_resamples": min(resamples, BREAKDOWN_RESAMPLES),
+            "seed": seed}
