@@ -43,6 +43,13 @@ def test_every_number_links_to_the_file_that_holds_it(report):
         value = json.loads((out / "data" / name).read_text())["metrics"][key]
         assert shown == f"{100 * value:.1f}"
     assert (out / "report.md").read_text().count("](data/") == len(links)
+    # each linked number shows the half-width of the 95% interval its file records
+    pms = re.findall(r'<a href="data/([^"]+)" title="[^"]+: metrics\[&#x27;([^&]+)&#x27;\]">[\d.]+</a>'
+                     r'<span class="pm"> ±([\d.]+)</span>', page)
+    assert len(pms) == len(links)
+    for name, key, shown in pms:
+        lo, hi = json.loads((out / "data" / name).read_text())["intervals"][key]
+        assert shown == f"{100 * (hi - lo) / 2:.1f}"
     assert (out / "explain" / "00-ood-color-0000.png").is_file() and (out / "figures" / "ctrl-id-vs-ood.png").is_file()
     with pytest.raises(UnbagError, match="no such results file"):
         write_report([d / "missing.json"], out.parent / "x")
@@ -80,6 +87,20 @@ def test_headline_states_the_matrix_from_its_numbers():
     assert "global 40.0-45.0; SGI 80.0-85.0; SGI-paper 20.0 (pre only)" in said[1] and "2 models" in said[1]
     assert "FT +20.0 ID / +5.0 OOD" in said[2]
     assert headline({("pre", "global"): {}}, CTRL_GRID) == []
+
+
+@pytest.mark.parametrize("h, separable", [(0.05, True), (0.1, False)])
+def test_headline_says_when_the_best_is_not_separable_from_the_runner_up(h, separable):
+    from unbag.benchmarks import CTRL_GRID
+    from unbag.reports.html import headline
+
+    def row(o):  # OOD group score o in color, size and material, each +-h
+        return {f"ood/{c}/group": (o, None, None, h) for c in ("color", "size", "material")}
+    # the averages' half-widths: sqrt(3 h^2) / 3; their difference's: sqrt(2) times that,
+    # 0.041 for h = 0.05 (0.85 - 0.80 = 0.05 is more) and 0.082 for h = 0.1 (it is not)
+    said = headline({("pre", "SGI"): row(0.80), ("FT", "SGI"): row(0.85), ("FT", "global"): row(0.3)}, CTRL_GRID)[0]
+    assert said.startswith("Best out-of-distribution binding: SGI on FT, 85.0%")
+    assert ("not separable from the runner-up, SGI on pre at 80.0%" in said) is not separable
 
 
 @pytest.fixture(scope="module")

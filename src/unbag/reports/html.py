@@ -17,6 +17,7 @@ from pathlib import Path
 from ..benchmarks import Grid
 from ..errors import UnbagError, warn
 from ..utils import atomic_dir, check_out, read_json
+from .table import half, mean_half
 
 RESULT_FIELDS = ("model", "protocol", "benchmark", "metrics")  # what every results file holds
 
@@ -132,27 +133,41 @@ def _rows(results: list[Result]) -> dict[tuple[str, str], dict[str, tuple[float,
     rows: dict[tuple[str, str], dict[str, tuple[float, Result]]] = {}
     for r in results:  # retrieval is scored globally: it joins the model's global row
         key = (r.model, "global" if r.retrieval else r.protocol)
-        rows.setdefault(key, {}).update({k: (v, r, k) for k, v in r.res["metrics"].items()})
+        rows.setdefault(key, {}).update({k: (v, r, k, half(r.res, k)) for k, v in r.res["metrics"].items()})
     return rows
 
 
+def _h(entry: tuple | None) -> float | None:
+    """The half-width of the 95% interval an entry (value, result, key[, half]) carries."""
+    return entry[3] if entry is not None and len(entry) > 3 else None
+
+
+def _pm_html(h: float | None) -> str:
+    return "" if h is None else f'<span class="pm"> ±{100 * h:.1f}</span>'
+
+
 def _cell_html(entry: tuple | None) -> str:
-    """A number linked to its results file (entry: value, result, metric key; no result: a number
-    computed from several, or a note in words)."""
+    """A number linked to its results file, with the half-width of its 95% interval (entry: value,
+    result, metric key[, half-width]; no result: a number computed from several, or a note in words)."""
     if entry is None:
         return "<td></td>"
-    v, r, key = entry
-    if isinstance(v, str) or r is None:
-        return f"<td>{html.escape(v) if isinstance(v, str) else f'{100 * v:.1f}'}</td>"
+    v, r, key = entry[:3]
+    if isinstance(v, str):
+        return f"<td>{html.escape(v)}</td>"
+    if r is None:
+        return f"<td>{100 * v:.1f}{_pm_html(_h(entry))}</td>"
     tip = html.escape(f"{r.data_name}: metrics['{key}']")
-    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a></td>'
+    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a>{_pm_html(_h(entry))}</td>'
 
 
 def _cell_md(entry: tuple | None) -> str:
     if entry is None:
         return ""
-    v, r, _ = entry
-    return v if isinstance(v, str) else f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{r.data_name})"
+    v, r = entry[:2]
+    if isinstance(v, str):
+        return v
+    pm = "" if _h(entry) is None else f" ±{100 * _h(entry):.1f}"
+    return (f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{r.data_name})") + pm
 
 
 def _values(mets: dict) -> dict:
@@ -174,7 +189,8 @@ def main_table(rows, grid: Grid) -> tuple[list[str], list[list]]:
     for (m, p), mets in rows.items():
         cells = [mets.get(k) for k in keys]
         a = grid.mean(_values(mets), grid.splits[-1])
-        avg = None if a is None else (a, None, None)  # computed here, no file to link
+        h = mean_half([_h(mets.get(grid.key(grid.splits[-1], c))) for c in grid.average])
+        avg = None if a is None else (a, None, None, h)  # computed here, no file to link
         cells += [avg, *(mets.get(k) for _, k in grid.joined)]
         body.append([m, p, *cells])
     return head, body
@@ -197,8 +213,11 @@ def figures(rows, out: Path, grid: Grid) -> list[tuple[str, str]]:
             continue
         fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels)), 3.6))
         x = range(len(labels))
-        ax.bar([i - 0.2 for i in x], ids, 0.4, label=first.upper(), color="#4C72B0")
-        ax.bar([i + 0.2 for i in x], oods, 0.4, label=last.upper(), color="#DD8452")
+        # error bars: the 95% intervals as recorded (asymmetric where Wilson's is)
+        ax.bar([i - 0.2 for i in x], ids, 0.4, label=first.upper(), color="#4C72B0",
+               yerr=_errors(rows, grid.key(first, c)), capsize=2, error_kw={"lw": 0.8})
+        ax.bar([i + 0.2 for i in x], oods, 0.4, label=last.upper(), color="#DD8452",
+               yerr=_errors(rows, grid.key(last, c)), capsize=2, error_kw={"lw": 0.8})
         ax.axhline(100 * grid.chance, color="gray", ls="--", lw=1, label="chance")
         ax.set_xticks(list(x), labels, fontsize=7, rotation=45, ha="right")
         ax.set_ylabel(f"{metric} %")
@@ -242,6 +261,24 @@ def figures(rows, out: Path, grid: Grid) -> list[tuple[str, str]]:
     return made
 
 
+def _interval(entry: tuple | None) -> list[float] | None:
+    if entry is None or entry[1] is None or not hasattr(entry[1], "res"):
+        return None
+    got = entry[1].res.get("intervals", {}).get(entry[2])
+    return None if not got or any(math.isnan(x) for x in got) else got
+
+
+def _errors(rows, key: str) -> list[list[float]]:
+    """Matplotlib's yerr (below, above) in % of each row's value of `key` (0 where it has none)."""
+    below, above = [], []
+    for mets in rows.values():
+        e = mets.get(key)
+        iv = _interval(e)
+        below.append(0 if iv is None else 100 * max(0.0, e[0] - iv[0]))
+        above.append(0 if iv is None else 100 * max(0.0, iv[1] - e[0]))
+    return [below, above]
+
+
 def headline(rows, grid: Grid) -> list[str]:
     """A few sentences on what a grid's matrix shows, computed from its numbers."""
     first, last = grid.splits[0], grid.splits[-1]
@@ -253,9 +290,19 @@ def headline(rows, grid: Grid) -> list[str]:
     protocols = list(dict.fromkeys(p for _, p in avg))
     over = ", ".join(grid.average[:-1]) + f" and {grid.average[-1]}" if len(grid.average) > 1 else grid.average[0]
     out = []
-    (bm, bp), best = max(avg.items(), key=lambda kv: kv[1])
-    out.append(f"Best out-of-distribution binding: {bp} on {bm}, {100 * best:.1f}% {grid.metric} score on average "
-               f"over {over}.")
+    ranked = sorted(avg.items(), key=lambda kv: -kv[1])
+    (bm, bp), best = ranked[0]
+    halves = {k: mean_half([_h(rows[k].get(grid.key(last, c))) for c in grid.average]) for k in avg}
+    said = (f"Best out-of-distribution binding: {bp} on {bm}, {100 * best:.1f}% {grid.metric} score on average "
+            f"over {over}")
+    if len(ranked) > 1:
+        (rm, rp), second = ranked[1]
+        hb, hr = halves[(bm, bp)], halves[(rm, rp)]
+        if hb is not None and hr is not None and best - second <= math.sqrt(hb * hb + hr * hr):
+            # the difference's interval (independent estimates: half-widths added in quadrature) holds 0
+            said += (f"; not separable from the runner-up, {rp} on {rm} at {100 * second:.1f}% (the 95% interval "
+                     f"of their difference, {100 * (best - second):.1f} ±{100 * math.sqrt(hb * hb + hr * hr):.1f}, holds 0)")
+    out.append(said + ".")
     spans = []
     for p in protocols:
         on = [m for m in models if (m, p) in avg]
@@ -318,6 +365,7 @@ th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
 th {{ background: #f3f3f3; }} td:first-child, td:nth-child(2) {{ text-align: left; }}
 a {{ color: #1a4f9c; text-decoration: none; }} figure {{ display: inline-block; margin: 0.5em; }}
 figcaption {{ font-size: 12px; color: #555; max-width: 640px; }} .note {{ color: #555; font-size: 13px; }}
+.pm {{ color: #777; font-size: 11px; }}
 img {{ max-width: 100%; height: auto; }}
 </style></head>
 <body data-images-ok="unknown">
@@ -366,7 +414,10 @@ def bar_chart(title: str, rows: list[list], key: str, out: Path, k: int) -> tupl
 
     labels = [f"{row[0]}\n{row[1]}" for row in rows]
     fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(labels)), 3.4))
-    ax.bar(range(len(labels)), [0 if e is None else 100 * e[0] for e in entries], 0.6, color="#4C72B0")
+    errs = [[0, 0] if _interval(e) is None else [100 * max(0.0, e[0] - _interval(e)[0]), 100 * max(0.0, _interval(e)[1] - e[0])]
+            for e in entries]
+    ax.bar(range(len(labels)), [0 if e is None else 100 * e[0] for e in entries], 0.6, color="#4C72B0",
+           yerr=[[b for b, _ in errs], [a for _, a in errs]], capsize=2, error_kw={"lw": 0.8})
     ax.set_xticks(list(range(len(labels))), labels, fontsize=7, rotation=45, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel(f"{key} %")
@@ -401,6 +452,8 @@ def _figure(name: str, caption: str) -> str:
             "</figcaption></figure>")
 
 
+INTERVALS_NOTE = ("± the half-width of the 95% interval (Wilson for a proportion over items, else a seeded "
+                  "bootstrap; an average of categories or benchmarks combines theirs in quadrature; docs/results.md).")
 REPORT_FILES = ("index.html", "report.md", "data", "figures", "explain")  # what a report folder holds
 
 
@@ -447,9 +500,10 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
             splits = " / ".join(s.upper() for s in grid.splits)
             body_html += [f"<h2>{html.escape(grid.name)}: {grid.metric} score by category (%, {splits})</h2>",
                           _table_html(head, body),
-                          f'<p class="note">{html.escape(grid.note)} Every number links to its results file.</p>',
+                          f'<p class="note">{html.escape(grid.note)} {INTERVALS_NOTE} Every number links to its results '
+                          "file.</p>",
                           "<h2>Charts</h2>", "".join(_figure(n, c) for n, c in figs)]
-            md_body += [f"## {grid.name}", ""] + _table_md(head, body) + ["", grid.note, ""] + \
+            md_body += [f"## {grid.name}", ""] + _table_md(head, body) + ["", f"{grid.note} {INTERVALS_NOTE}", ""] + \
                 [f"![{c}]({n})" for n, c in figs]
             said += headline(rows, grid)
         general = general_ability([(r.model, r.protocol, r.res, r) for r in results])
@@ -469,7 +523,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
         for stitle, shead, srows, chart in sections:
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '
-                          "Every number links to its results file.</p>"] + ([_figure(*chart)] if chart else [])
+                          f"{INTERVALS_NOTE} Every number links to its results file.</p>"] + ([_figure(*chart)] if chart else [])
             md_body += ["", f"## {stitle}", ""] + _table_md(shead, srows) + (["", f"![{chart[1]}]({chart[0]})"]
                                                                             if chart else [])
         expl_html = ("<h2>SGI explanations</h2>" + "".join(_figure(n, c) for n, c in expl)) if expl else ""

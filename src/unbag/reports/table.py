@@ -1,10 +1,33 @@
-"""Terminal tables of results (rich)."""
+"""Terminal tables of results (rich), each number with the half-width of its 95% interval."""
 from __future__ import annotations
+
+import math
 
 from rich.console import Console
 from rich.table import Table
 
 from ..benchmarks import BENCHMARKS, Grid, suite_folders, summary
+
+
+def half(res: dict, key: str) -> float | None:
+    """The half-width of a metric's recorded 95% interval (None: the file has none)."""
+    got = res.get("intervals", {}).get(key)
+    if not got or any(x is None or math.isnan(x) for x in got):
+        return None
+    return (got[1] - got[0]) / 2
+
+
+def mean_half(halves: list[float | None]) -> float | None:
+    """The half-width of the mean of K independent estimates: sqrt(sum h_k^2) / K (None when one
+    has none). Used for an average of categories or benchmarks, whose items are disjoint."""
+    if not halves or any(h is None for h in halves):
+        return None
+    return math.sqrt(sum(h * h for h in halves)) / len(halves)
+
+
+def pct(v: float, h: float | None = None) -> str:
+    """A value in % with its half-width: "57.0 ±4.1" (no interval: "57.0")."""
+    return f"{100 * v:.1f}" + ("" if h is None else f" ±{100 * h:.1f}")
 
 
 def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group")) -> Table:
@@ -23,10 +46,10 @@ def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group
         for s in splits:
             for m in metrics:
                 v = res["metrics"].get(f"{s}/{c}/{m}")
-                row.append("" if v is None else f"{100 * v:.1f}")
+                row.append("" if v is None else pct(v, half(res, f"{s}/{c}/{m}")))
         t.add_row(*row, end_section=(c == cats[-2]))
     ties = sum(v for k, v in res["ties"].items() if k.startswith("all/all/"))
-    t.caption = (f"{res['n_items']} items; scores in %, strict '>', ties count as wrong "
+    t.caption = (f"{res['n_items']} items; scores in % ± the half-width of their 95% interval, strict '>', ties count as wrong "
                  f"({ties} tied comparisons-sets over all metrics); chance: text/image 25, group 16.7")
     return t
 
@@ -41,13 +64,16 @@ def print_results(res: dict) -> None:
     print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
     for k, v in res["metrics"].items():
         t = res.get("ties", {}).get(k)
-        print(f"  {k:40s} {100 * v:6.2f}" + (f"   ({t} ties)" if t else ""))
+        lo, hi = res.get("intervals", {}).get(k, (None, None))
+        span = f"  [{100 * lo:5.1f}, {100 * hi:5.1f}]" if lo is not None and not math.isnan(lo) else ""
+        print(f"  {k:40s} {100 * v:6.2f}{span}" + (f"   ({t} ties)" if t else ""))
 
 
 def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str, str, list[str], list[list]]]:
     """One table per benchmark whose results are not shown in a grid (benchmarks.Summary), in order
     of first appearance: (benchmark name, title, header, rows). `cells` are (model, protocol,
-    results dict, ref); a row is model, protocol, then per column (value, ref, metric key) or None."""
+    results dict, ref); a row is model, protocol, then per column (value, ref, metric key, half-width
+    of its interval) or None."""
     groups: dict[str, list] = {}
     for m, p, res, ref in cells:
         name = res["benchmark"]["name"]
@@ -58,7 +84,7 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
         s = summary(name)
         keys = s.keys({k for _, _, res, _ in group for k in res["metrics"]})
         specs = sorted({res["benchmark"].get("spec", name) for _, _, res, _ in group})
-        rows = [[m, p, *[(res["metrics"][k], ref, k) if k in res["metrics"] else None for k in keys]]
+        rows = [[m, p, *[(res["metrics"][k], ref, k, half(res, k)) if k in res["metrics"] else None for k in keys]]
                 for m, p, res, ref in group]
         out.append((name, f"{name} ({', '.join(specs)})", ["model", "protocol", *map(s.label, keys)], rows))
     return out
@@ -70,12 +96,17 @@ def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
     general = general_ability(cells)
     tables = summary_tables(cells) + ([("", "general ability (zero-shot top-1)", *general)] if general else [])
     for _, title, head, rows in tables:
-        t = Table(title=f"{title}: %, strict '>' (ties count as wrong)")
+        t = Table(title=f"{title}: % ± half-width of the 95% interval, strict '>' (ties count as wrong)")
         for h in head:
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for row in rows:
-            t.add_row(row[0], row[1], *["" if e is None else f"{100 * e[0]:.1f}" for e in row[2:]])
+            t.add_row(row[0], row[1], *["" if e is None else pct(e[0], _h(e)) for e in row[2:]])
         console.print(t)
+
+
+def _h(entry: tuple) -> float | None:
+    """The half-width an entry (value, ref, key[, half]) carries."""
+    return entry[3] if len(entry) > 3 else None
 
 
 def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[str], list[list]] | None:
@@ -89,13 +120,13 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
         if key and key in res["metrics"]:
             spec = res["benchmark"].get("spec", res["benchmark"]["name"])
             specs += [spec] if spec not in specs else []
-            per.setdefault((m, p), {})[spec] = (res["metrics"][key], ref, key)
+            per.setdefault((m, p), {})[spec] = (res["metrics"][key], ref, key, half(res, key))
     if not per:
         return None
     rows = []
     for (m, p), got in per.items():
         mean = sum(v[0] for v in got.values()) / len(got)
-        rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None)])
+        rows.append([m, p, *[got.get(s) for s in specs], (mean, None, None, mean_half([v[3] for v in got.values()]))])
     return ["model", "protocol", *specs, "mean zero-shot top-1"], rows
 
 
@@ -116,7 +147,8 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
         if score is not None:
             keys = s.suite_keys(res["metrics"])
             cols += [(m, p)] if (m, p) not in cols else []
-            got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None))
+            h = mean_half([half(res, k) for k in keys])
+            got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None, h))
     if not got:
         return None
     rows, sums = [], {c: [] for c in cols}
@@ -129,13 +161,15 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
                 gone = next((w for b, p, w in absent if b in parts and p == c[1]), None)
                 row.append(("n/a: " + gone, None, None) if gone else None)
                 continue
-            v = sum(x for x, _, _ in xs) / len(xs)
-            sums[c].append(v)
+            v = sum(x[0] for x in xs) / len(xs)
+            h = mean_half([x[3] for x in xs])
+            sums[c].append((v, h))
             one = len(xs) == 1 and xs[0][2] is not None  # one metric of one file: linked to it
-            row.append((v, xs[0][1], xs[0][2]) if one else (v, None, None))
+            row.append((v, xs[0][1], xs[0][2], h) if one else (v, None, None, h))
         rows.append(row)
     rows.append(["suite average", "mean of the benchmarks above", *[
-        (sum(sums[c]) / len(sums[c]), None, None) if sums[c] else None for c in cols]])
+        (sum(v for v, _ in sums[c]) / len(sums[c]), None, None, mean_half([h for _, h in sums[c]])) if sums[c] else None
+        for c in cols]])
     covered = [r[0] for r in rows[:-1]]
     note = (f"Suite average: the mean of the per-benchmark scores of {len(covered)} of the suite's {len(folders)} "
             f"benchmarks ({', '.join(covered)}).")
@@ -163,7 +197,7 @@ def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) 
     for h in head:
         t.add_column(h, justify="left" if h in ("benchmark", "score") else "right")
     for row in rows:
-        t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else f"{100 * e[0]:.1f}"
+        t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], _h(e))
                                     for e in row[2:]], end_section=row[0] != "suite average" and row is rows[-2])
     t.caption = note
     Console(width=max(150, Console().width)).print(t)
@@ -176,21 +210,25 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
     for m, p, res, _ in cells:
         g = summary(res["benchmark"]["name"]).grid
         if g is not None:
-            grids.setdefault(g.name, (g, {}))[1].setdefault((m, p), {}).update(res["metrics"])
+            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, p), ({}, {}))
+            row[0].update(res["metrics"])
+            row[1].update({k: half(res, k) for k in res["metrics"]})
     for grid, rows in grids.values():
-        t = Table(title=grid.title)
+        t = Table(title=grid.title + " (± half-width of the 95% interval)")
         for h in ["model", "protocol", *grid.categories, grid.mean_header] + ([grid.joined_title] if grid.joined else []):
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
-        for (m, p), mets in rows.items():
-            cells_ = [_joined([mets.get(grid.key(s, c)) for s in grid.splits]) for c in grid.categories]
+        for (m, p), (mets, halves) in rows.items():
+            cells_ = [_joined([(mets.get(k), halves.get(k)) for k in (grid.key(s, c) for s in grid.splits)])
+                      for c in grid.categories]
             mean = grid.mean(mets, grid.splits[-1])
-            cells_.append("" if mean is None else f"{100 * mean:.1f}")
+            h = mean_half([halves.get(grid.key(grid.splits[-1], c)) for c in grid.average])
+            cells_.append("" if mean is None else pct(mean, h))
             if grid.joined:
-                cells_.append(_joined([mets.get(k) for _, k in grid.joined]))
+                cells_.append(_joined([(mets.get(k), halves.get(k)) for _, k in grid.joined]))
             t.add_row(m, p, *cells_)
-        Console(width=max(150, Console().width)).print(t)
+        Console(width=max(170, Console().width)).print(t)
 
 
-def _joined(values: list[float | None]) -> str:
-    """Values in % as "a / b", blank when the first is missing."""
-    return "" if values[0] is None else " / ".join("" if v is None else f"{100 * v:.1f}" for v in values)
+def _joined(values: list[tuple[float | None, float | None]]) -> str:
+    """(value, half-width) pairs in % as "a ±h / b ±h", blank when the first is missing."""
+    return "" if values[0][0] is None else " / ".join("" if v is None else pct(v, h) for v, h in values)
