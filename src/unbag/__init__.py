@@ -8,7 +8,7 @@ from .errors import UnbagError, UnbagWarning
 
 __version__ = "0.1.0"
 __all__ = ["UnbagError", "UnbagWarning", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
-           "features", "train", "export", "JobCache"]
+           "features", "train", "export", "compare", "JobCache"]
 _API = frozenset(__all__[3:])
 
 

@@ -70,6 +70,17 @@ def _report(a: argparse.Namespace) -> None:
     print(f"report written to {out}/index.html")
 
 
+def _compare(a: argparse.Namespace) -> None:
+    from .compare import compare, print_comparison
+
+    c = compare(a.a, a.b, metric=a.metric)
+    if a.json:
+        import json
+        print(json.dumps(c, indent=2))
+    else:
+        print_comparison(c)
+
+
 def _negatives(a: argparse.Namespace) -> None:
     from .negatives.export import export
 
@@ -436,6 +447,13 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     rp.add_argument("--title", default="unbag results")
     _add_overwrite(rp)
     rp.set_defaults(fn=_report)
+
+    cp = sub.add_parser("compare", help="two results on the same items: paired difference, McNemar, items apart")
+    cp.add_argument("a", help="results file A (of unbag eval, run or suite, with its per-item file beside it)")
+    cp.add_argument("b", help="results file B, on the same items")
+    cp.add_argument("--metric", default=None, help="metric key (default: the benchmark's headline; ctrl: all/all/group)")
+    cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cp.set_defaults(fn=_compare)
 
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
     n.add_argument("--data", default="world", help="world[@WORLD][:DIST] (stream "
