@@ -284,5 +284,5 @@ def _train_head(method: str, model: str | None, data: str, out: Path, progress: 
 def compare(a: str | os.PathLike, b: str | os.PathLike, *, metric: str | None = None) -> dict:
     """Two results files on the same items compared item by item: the difference with its paired-bootstrap
     interval, an exact McNemar p-value for right/wrong metrics, the items each gets right that the other misses."""
-    from .compare import compare as paired
+    from .reports.compare import compare as paired
     return paired(a, b, metric=metric)

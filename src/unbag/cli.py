@@ -66,12 +66,13 @@ def _add_method_options(g: argparse._ArgumentGroup) -> None:
 def _report(a: argparse.Namespace) -> None:
     from .reports.html import write_report
 
-    out = write_report(a.results, a.out, title=a.title, overwrite=a.overwrite)
+    out = write_report(a.results, a.out, title=a.title, overwrite=a.overwrite,
+                       baseline=None if a.baseline == "none" else a.baseline)
     print(f"report written to {out}/index.html")
 
 
 def _compare(a: argparse.Namespace) -> None:
-    from .compare import compare, print_comparison
+    from .reports.compare import compare, print_comparison
 
     c = compare(a.a, a.b, metric=a.metric)
     if a.json:
@@ -445,6 +446,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
                     "SGI explanation images are linked)")
     rp.add_argument("--out", required=True, help="report folder")
     rp.add_argument("--title", default="unbag results")
+    rp.add_argument("--baseline", default="global", help="the protocol each grid row is compared with, paired over "
+                    "the same items (its model's row of that name; default global; none: no such column)")
     _add_overwrite(rp)
     rp.set_defaults(fn=_report)
 

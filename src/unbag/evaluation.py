@@ -1,7 +1,6 @@
 """`unbag eval`: model x benchmark x protocol -> score tensor -> metrics -> results files."""
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -20,7 +19,7 @@ from .errors import UnbagError, warn
 from .metrics.intervals import interval_config
 from .metrics.retrieval import recall
 from .models.base import Backend, config_id, weights_id
-from .utils import at_least, atomic_files, check_file_out, versions
+from .utils import at_least, atomic_files, check_file_out, items_hash, versions
 
 
 def per_item_records(bench, scores: list[torch.Tensor], per_item: dict) -> list[dict]:
@@ -174,11 +173,6 @@ def item_intervals(b, per_item: dict[str, torch.Tensor], flat: dict, parts: dict
     clusters = [it.meta.get(b.cluster) for it in b.items] if b.cluster else None
     extra = tuple(k for k in flat if k not in parts)
     return intervals(per_item, parts, len(b.items), clusters, breakdown if b.breakdown else None, extra)
-
-
-def items_hash(data: bytes) -> str:
-    """The SHA-256 a results file records of its per-item file."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def written_by_eval(path: Path) -> bool:

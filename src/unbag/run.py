@@ -247,7 +247,7 @@ def _finished(dest: Path) -> dict | None:
         return None
     items = res.get("per_item")
     if items is not None:
-        from .evaluation import items_hash
+        from .utils import items_hash
         f = dest.parent / str(items)
         if not f.is_file() or items_hash(f.read_bytes()) != res.get("per_item_sha256"):
             warn(f"{dest}: its per-item file {items} is missing or not the one it was written with; the cell "

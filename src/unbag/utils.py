@@ -474,3 +474,9 @@ def read_toml(path: str | os.PathLike, missing: str = "file not found") -> dict:
         raise UnbagError(f"{path}: not valid TOML ({e})") from None
     except RecursionError:
         raise UnbagError(f"{path}: nested too deeply to read") from None
+
+
+def items_hash(data: bytes) -> str:
+    """The SHA-256 a results file records of its per-item file."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()

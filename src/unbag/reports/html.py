@@ -175,9 +175,42 @@ def _values(mets: dict) -> dict:
     return {k: e[0] for k, e in mets.items()}
 
 
-def main_table(rows, grid: Grid) -> tuple[list[str], list[list]]:
+def against(rows, grid: Grid, baseline: str | None) -> dict[tuple[str, str], str]:
+    """Per row whose model also has a `baseline` row (a protocol name: global cosine by default),
+    its OOD mean minus the baseline's with the 95% paired-bootstrap interval of that difference,
+    from the two per-item files (reports/compare.py); "n/a" where they are not on the same items."""
+    from .compare import paired_mean_difference
+
+    if not baseline:
+        return {}
+    keys = [grid.key(grid.splits[-1], c) for c in grid.average]
+    out = {}
+    for (m, p), mets in rows.items():
+        base = rows.get((m, baseline))
+        if p == baseline or base is None:
+            continue
+        mine, theirs = {_file(mets, k) for k in keys}, {_file(base, k) for k in keys}
+        if len(mine) != 1 or len(theirs) != 1 or None in mine | theirs:
+            continue
+        try:
+            d, (lo, hi) = paired_mean_difference(mine.pop(), theirs.pop(), keys)
+        except UnbagError as e:
+            out[(m, p)] = "n/a"
+            warn(f"report: {m} · {p} against {m} · {baseline}: {e}")
+            continue
+        out[(m, p)] = f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return out
+
+
+def _file(mets: dict, key: str):
+    e = mets.get(key)
+    return e[1].file if e is not None and getattr(e[1], "file", None) is not None else None
+
+
+def main_table(rows, grid: Grid, baseline: str | None = None) -> tuple[list[str], list[list]]:
     """Header and cells of a grid's table: per category its ID and OOD score, the OOD mean over the
-    grid's `average` categories, then the joined columns (ctrl: retrieval R@1)."""
+    grid's `average` categories, then the joined columns (ctrl: retrieval R@1), and, with a
+    `baseline` protocol, each row's OOD mean against its model's baseline row (`against`)."""
     head = ["model", "protocol"]
     keys = []
     for c in grid.categories:
@@ -185,6 +218,9 @@ def main_table(rows, grid: Grid) -> tuple[list[str], list[list]]:
             head.append(f"{c} {s.upper()}")
             keys.append(grid.key(s, c))
     head += [grid.mean_header, *(h for h, _ in grid.joined)]
+    vs = against(rows, grid, baseline)
+    if vs:
+        head.append(f"{grid.mean_header} − {baseline} [paired 95%]")
     body = []
     for (m, p), mets in rows.items():
         cells = [mets.get(k) for k in keys]
@@ -192,6 +228,8 @@ def main_table(rows, grid: Grid) -> tuple[list[str], list[list]]:
         h = mean_half([_h(mets.get(grid.key(grid.splits[-1], c))) for c in grid.average])
         avg = None if a is None else (a, None, None, h)  # computed here, no file to link
         cells += [avg, *(mets.get(k) for _, k in grid.joined)]
+        if vs:
+            cells.append((vs[(m, p)], None, None) if (m, p) in vs else None)
         body.append([m, p, *cells])
     return head, body
 
@@ -470,10 +508,12 @@ def grids(results: list[Result]) -> list[tuple[Grid, dict]]:
 
 
 def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: str = "unbag results",
-                 overwrite: bool = False) -> Path:
+                 overwrite: bool = False, baseline: str | None = "global") -> Path:
     """Write DIR/index.html, DIR/report.md, DIR/figures/, DIR/explain/ and DIR/data/ from results
     files and run folders (no model is loaded: explanation images come from the run folders): the
-    grid tables and charts (ctrl's), then a table and chart per other benchmark, as each declares."""
+    grid tables and charts (ctrl's), then a table and chart per other benchmark, as each declares.
+    `baseline`: the protocol each row of a grid is compared with, paired over the same items (None: no
+    such column)."""
     from .table import general_ability, suite_table
 
     check_out(out, "report", overwrite, REPORT_FILES, inputs=paths)  # before reading anything
@@ -495,7 +535,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
 
         body_html, md_body, said = [], [], []
         for grid, rows in grids(results):
-            head, body = main_table(rows, grid)
+            head, body = main_table(rows, grid, baseline)
             figs = figures(rows, tmp, grid)
             splits = " / ".join(s.upper() for s in grid.splits)
             body_html += [f"<h2>{html.escape(grid.name)}: {grid.metric} score by category (%, {splits})</h2>",

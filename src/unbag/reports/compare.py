@@ -15,11 +15,10 @@ from pathlib import Path
 
 import torch
 
-from .errors import UnbagError
-from .evaluation import items_hash
-from .metrics import aggregate, summarize
-from .metrics.intervals import RESAMPLES, SEED, Part, bootstrap_means, percentile, resample_counts
-from .utils import read_json
+from ..errors import UnbagError
+from ..metrics import aggregate, summarize
+from ..metrics.intervals import RESAMPLES, SEED, Part, bootstrap_means, percentile, resample_counts
+from ..utils import items_hash, read_json
 
 # what a results file records of its items that must agree for a comparison (besides the ids)
 SAME = ("name", "seed", "per_category", "size", "render", "style", "files", "split", "n_images")
@@ -97,7 +96,7 @@ def _boot(per_item: dict, parts: dict[str, Part], key: str, counts: torch.Tensor
 
 def default_key(res: dict) -> str:
     """The metric a comparison is of by default: the benchmark's headline (ctrl: all/all/group)."""
-    from .benchmarks import summary
+    from ..benchmarks import summary
 
     s = summary(res["benchmark"]["name"])
     key = s.headline(res["metrics"])
@@ -146,6 +145,27 @@ def compare(a: str | os.PathLike, b: str | os.PathLike, metric: str | None = Non
             only_b = [ids[j] for j in range(len(idx)) if keep[j] and xa[j] == 0 and xb[j] == 1]
             out |= {"mcnemar_p": mcnemar(len(only_a), len(only_b)), "only_a": only_a, "only_b": only_b}
     return out
+
+
+def paired_mean_difference(a: str | os.PathLike, b: str | os.PathLike, keys: list[str], resamples: int = RESAMPLES,
+                           seed: int = SEED) -> tuple[float, list[float]]:
+    """A - B of the mean of some metric keys (a grid's OOD average) over the same items, and its 95%
+    paired-bootstrap interval."""
+    ra, ia = _load(a)
+    rb, ib = _load(b)
+    _same_items((str(a), ra, ia), (str(b), rb, ib))
+    va, ga = _values(ia)
+    vb, _ = _values(ib)
+    fa, parts = _parts(va, ga)
+    fb, _ = _parts(vb, ga)
+    missing = [k for k in keys if k not in parts]
+    if missing:
+        raise UnbagError(f"{a}: cannot recompute {', '.join(missing)} from its per-item file")
+    parts = {**parts, "mean": Part("macro", of=tuple(keys))}
+    counts = resample_counts(len(ia), resamples, seed)
+    diff = _boot(va, parts, "mean", counts) - _boot(vb, parts, "mean", counts)
+    point = sum(fa[k] for k in keys) / len(keys) - sum(fb[k] for k in keys) / len(keys)
+    return point, [round(x, 6) for x in percentile(diff)]
 
 
 def print_comparison(c: dict, show: int = 10) -> None:

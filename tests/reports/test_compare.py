@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from unbag.cli import main
-from unbag.compare import compare, mcnemar
 from unbag.errors import UnbagError
-from unbag.evaluation import items_hash
+from unbag.reports.compare import compare, mcnemar
+from unbag.utils import items_hash
 
 
 def _write(d, name, right, ids=None, bench=None):
