@@ -284,7 +284,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         **({"cell": cell} if cell else {}),
         "model": spec, "model_id": weights_id(backend), "model_config_id": config_id(backend),
         "random_weights": bool(backend.random_weights),
-        "protocol": protocol,
+        "protocol": protocol, "recipe": protocols.recipe(protocol, recorded),
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
         "metrics": flat, "intervals": bounds, "interval_methods": how, "interval_config": interval_config(),
         "ties": ties, "counts": counts, "n_items": n_items,

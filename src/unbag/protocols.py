@@ -34,6 +34,12 @@ def lookup(protocol: str) -> tuple[Protocol, str]:
     raise UnbagError(f"unknown protocol {protocol!r}; available: {' | '.join(p.form for p in PROTOCOLS.values())}")
 
 
+def recipe(protocol: str, recorded: dict) -> str:
+    """Whose recipe a protocol is, "paper" or "unbag" (`Protocol.recipe`), given what it recorded."""
+    p, _ = lookup(protocol)
+    return p.recipe(recorded) if callable(p.recipe) else p.recipe
+
+
 def build(protocol: str, options: dict | None = None, bench="",
           cache: JobCache | None = None) -> tuple[Callable, dict]:
     """(scoring function(backend, bench, batch_size, progress), the options it records) for scoring

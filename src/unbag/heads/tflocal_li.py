@@ -34,6 +34,7 @@ from .common import Head, HeadConfig, register_head
 class TFLocalLI(Head):
     min_layers = 0  # its context layer is optional
     calibrates = True
+    recipe = "unbag"
 
     def __init__(self, cfg: HeadConfig):
         super().__init__()

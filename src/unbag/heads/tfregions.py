@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 @register_head("tfregions")
 class TFRegions(Head):
     attends = "regions"
+    recipe = "unbag"
+
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg

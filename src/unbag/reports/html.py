@@ -17,7 +17,7 @@ from pathlib import Path
 from ..benchmarks import Grid
 from ..errors import UnbagError, warn
 from ..utils import atomic_dir, check_out, read_json
-from .table import half, mean_half
+from .table import half, labelled, mean_half
 
 RESULT_FIELDS = ("model", "protocol", "benchmark", "metrics")  # what every results file holds
 
@@ -230,7 +230,8 @@ def main_table(rows, grid: Grid, baseline: str | None = None) -> tuple[list[str]
         cells += [avg, *(mets.get(k) for _, k in grid.joined)]
         if vs:
             cells.append((vs[(m, p)], None, None) if (m, p) in vs else None)
-        body.append([m, p, *cells])
+        recipe = next((e[1].res.get("recipe") for k, e in mets.items() if k in keys and hasattr(e[1], "res")), None)
+        body.append([m, labelled(p, recipe), *cells])
     return head, body
 
 

@@ -25,6 +25,14 @@ def mean_half(halves: list[float | None]) -> float | None:
     return math.sqrt(sum(h * h for h in halves)) / len(halves)
 
 
+RECIPES = {"paper": "paper", "unbag": "unbag's"}  # how a row says whose recipe its protocol is
+
+
+def labelled(protocol: str, recipe: str | None) -> str:
+    """A row's protocol with whose recipe it is, as its results file records it: "SGI [unbag's]"."""
+    return f"{protocol} [{RECIPES[recipe]}]" if recipe in RECIPES else protocol
+
+
 def pct(v: float, h: float | None = None) -> str:
     """A value in % with its half-width: "57.0 ±4.1" (no interval: "57.0")."""
     return f"{100 * v:.1f}" + ("" if h is None else f" ±{100 * h:.1f}")
@@ -84,7 +92,8 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
         s = summary(name)
         keys = s.keys({k for _, _, res, _ in group for k in res["metrics"]})
         specs = sorted({res["benchmark"].get("spec", name) for _, _, res, _ in group})
-        rows = [[m, p, *[(res["metrics"][k], ref, k, half(res, k)) if k in res["metrics"] else None for k in keys]]
+        rows = [[m, labelled(p, res.get("recipe")), *[(res["metrics"][k], ref, k, half(res, k)) if k in res["metrics"] else None
+                                                     for k in keys]]
                 for m, p, res, ref in group]
         out.append((name, f"{name} ({', '.join(specs)})", ["model", "protocol", *map(s.label, keys)], rows))
     return out
@@ -116,6 +125,7 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
     per: dict[tuple[str, str], dict[str, tuple]] = {}
     specs: list[str] = []
     for m, p, res, ref in cells:
+        p = labelled(p, res.get("recipe"))
         key = summary(res["benchmark"]["name"]).general
         if key and key in res["metrics"]:
             spec = res["benchmark"].get("spec", res["benchmark"]["name"])
@@ -139,6 +149,7 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
     (benchmark, protocol, why) of cells a protocol could not score. None without suite results."""
     folders = suite_folders()
     cols: list[tuple[str, str]] = []
+    recipes: dict[tuple[str, str], str | None] = {}
     got: dict[str, dict[tuple[str, str], list]] = {}
     for m, p, res, ref in cells:
         folder = getattr(BENCHMARKS.get(res["benchmark"]["name"]), "suite", None)
@@ -147,6 +158,7 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
         if score is not None:
             keys = s.suite_keys(res["metrics"])
             cols += [(m, p)] if (m, p) not in cols else []
+            recipes[(m, p)] = res.get("recipe")
             h = mean_half([half(res, k) for k in keys])
             got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None, h))
     if not got:
@@ -176,7 +188,7 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
     if len(covered) < len(folders):
         note += (" A partial suite: its average is not comparable to a full suite's; missing: "
                  + ", ".join(f for f in folders if f not in got) + ".")
-    return ["benchmark", "score", *[f"{m} · {p}" for m, p in cols]], rows, note
+    return ["benchmark", "score", *[f"{m} · {labelled(p, recipes[(m, p)])}" for m, p in cols]], rows, note
 
 
 def _scored_by(name: str) -> str:
@@ -210,7 +222,7 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
     for m, p, res, _ in cells:
         g = summary(res["benchmark"]["name"]).grid
         if g is not None:
-            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, p), ({}, {}))
+            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, labelled(p, res.get("recipe"))), ({}, {}))
             row[0].update(res["metrics"])
             row[1].update({k: half(res, k) for k in res["metrics"]})
     for grid, rows in grids.values():

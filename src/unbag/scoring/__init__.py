@@ -26,6 +26,9 @@ class Protocol:
     build: Callable[[str, dict, str], tuple[Callable, dict]]
     options: bool = False  # takes keyword options (e.g. SGI's)
     cached: bool = False  # its scoring function takes `cache=` (the job's JobCache)
+    # whose recipe it is: "paper" (a paper's, or the baseline every paper reports) or "unbag"
+    # (unbag's own improvement); or a function of the options it records (a head's: its kind's)
+    recipe: str | Callable[[dict], str] = "paper"
 
 
 def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable, dict]:
@@ -34,4 +37,4 @@ def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable
 
 # this layer's own protocols; sgi/ and heads/ declare theirs, and unbag.protocols joins them
 PROTOCOLS: dict[str, Protocol] = {"global": Protocol("global (cosine of the global embeddings)", _global,
-                                                    cached=True)}
+                                                    cached=True, recipe="paper")}

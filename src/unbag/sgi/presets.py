@@ -49,6 +49,7 @@ def _sgi(preset: str) -> Callable[[str, dict, str], tuple[Callable, dict]]:
 
 
 PROTOCOLS: dict[str, Protocol] = {
-    "sgi": Protocol("sgi (unbag's SGI)", _sgi("sgi"), options=True, cached=True),
-    "sgi:paper": Protocol("sgi:paper (the paper's SGI recipe)", _sgi("sgi:paper"), options=True, cached=True),
+    "sgi": Protocol("sgi (unbag's SGI)", _sgi("sgi"), options=True, cached=True, recipe="unbag"),
+    "sgi:paper": Protocol("sgi:paper (the paper's SGI recipe)", _sgi("sgi:paper"), options=True, cached=True,
+                          recipe="paper"),
 }
