@@ -64,10 +64,14 @@ def _add_method_options(g: argparse._ArgumentGroup) -> None:
 
 
 def _report(a: argparse.Namespace) -> None:
+    baseline = None if a.baseline == "none" else a.baseline
+    if a.format != "html":
+        from .reports.export import write_tables
+        print(f"{a.format} written to {write_tables(a.results, a.out, a.format, a.intervals, a.overwrite, baseline)}")
+        return
     from .reports.html import write_report
 
-    out = write_report(a.results, a.out, title=a.title, overwrite=a.overwrite,
-                       baseline=None if a.baseline == "none" else a.baseline)
+    out = write_report(a.results, a.out, title=a.title, overwrite=a.overwrite, baseline=baseline)
     print(f"report written to {out}/index.html")
 
 
@@ -444,7 +448,11 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     rp = sub.add_parser("report", help="HTML + Markdown report of results files")
     rp.add_argument("results", nargs="+", help="results JSON files, or run folders (OUT of unbag run; their "
                     "SGI explanation images are linked)")
-    rp.add_argument("--out", required=True, help="report folder")
+    rp.add_argument("--out", required=True, help="report folder (html), or the file --format latex | csv writes")
+    rp.add_argument("--format", default="html", choices=("html", "latex", "csv"),
+                    help="html: a folder with index.html and report.md; latex: booktabs tables, the best of each "
+                         "column in bold; csv: one row per model, benchmark, protocol and metric, with its interval")
+    rp.add_argument("--intervals", action="store_true", help="latex: each number ± the half-width of its 95%% interval")
     rp.add_argument("--title", default="unbag results")
     rp.add_argument("--baseline", default="global", help="the protocol each grid row is compared with, paired over "
                     "the same items (its model's row of that name; default global; none: no such column)")

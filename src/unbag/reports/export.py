@@ -1,0 +1,135 @@
+"""`unbag report RESULTS... --format latex|csv --out FILE`: tables a paper can use.
+
+- LaTeX: booktabs tables, the grid's matrix (ctrl's) and one per other benchmark, as the HTML
+  report lays them out; the best value of each column in bold (ties all bold); each row's protocol
+  says whose recipe it is ([paper] or [unbag's]), as in the HTML; with `intervals`, each number
+  carries ± the half-width of its 95% interval. Needs `\\usepackage{booktabs}`.
+- CSV: tidy, one row per (model, benchmark, protocol, metric) of every results file: value, lo, hi
+  and how the interval was made, ready for pandas or R.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+from ..utils import atomic_write, check_file_out
+from .html import Result, _h, collect, grids, main_table
+from .table import summary_tables
+
+LATEX_MARK = "% written by unbag report --format latex"
+CSV_FIELDS = ("model", "protocol", "recipe", "benchmark", "spec", "metric", "value", "lo", "hi", "interval_method",
+              "n_items", "file")
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}", "−": "$-$", "±": r"$\pm$", "·": r"$\cdot$",
+        "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def _tex(s: str) -> str:
+    """Text made safe for LaTeX (its special characters escaped, a few symbols in math mode)."""
+    return "".join(_TEX.get(ch, ch) for ch in s)
+
+
+def _number(entry) -> float | None:
+    return None if entry is None or isinstance(entry[0], str) else entry[0]
+
+
+def latex_table(caption: str, head: list[str], body: list[list], intervals: bool, label: str) -> str:
+    """One booktabs table: two text columns (model, protocol), then numbers in %, the best of
+    each numeric column in bold."""
+    cols = len(head)
+    best = {}
+    for j in range(2, cols):
+        vals = [_number(row[j]) for row in body if j < len(row)]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            best[j] = round(100 * max(vals), 1)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{ll" + "r" * (cols - 2) + "}",
+             r"\toprule", " & ".join(_tex(h) for h in head) + r" \\", r"\midrule"]
+    for row in body:
+        cells = [_tex(str(row[0])), _tex(str(row[1]))]
+        for j in range(2, cols):
+            e = row[j] if j < len(row) else None
+            if e is None:
+                cells.append("")
+            elif isinstance(e[0], str):
+                cells.append(_tex(e[0]))
+            else:
+                v = f"{100 * e[0]:.1f}"
+                v = rf"\textbf{{{v}}}" if best.get(j) == round(100 * e[0], 1) else v
+                h = _h(e)
+                cells.append(v + (rf"{{\scriptsize$\pm${100 * h:.1f}}}" if intervals and h is not None else ""))
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_tex(caption)}}}", rf"\label{{{label}}}",
+              r"\end{table}"]
+    return "\n".join(lines)
+
+
+def latex(results: list[Result], intervals: bool = False, baseline: str | None = None) -> str:
+    """Every table of the report as LaTeX (booktabs)."""
+    out = [LATEX_MARK, "% needs \\usepackage{booktabs}; numbers in %; strict '>': ties count as wrong"]
+    for grid, rows in grids(results):
+        head, body = main_table(rows, grid, baseline)
+        splits = " / ".join(s.upper() for s in grid.splits)
+        cap = f"{grid.name}: {grid.metric} score by category (%, {splits}). {grid.note}" + (
+            " ± the half-width of the 95% interval." if intervals else "")
+        out.append(latex_table(cap, head, body, intervals, f"tab:unbag-{grid.name}"))
+    cells = [(r.model, r.protocol, r.res, r) for r in results]
+    for k, (name, title, head, rows) in enumerate(summary_tables(cells)):
+        cap = f"{title} (%; strict '>', ties count as wrong unless a column says official)" + (
+            "; ± the half-width of the 95% interval" if intervals else "") + "."
+        out.append(latex_table(cap, head, rows, intervals, f"tab:unbag-{name}"))
+    return "\n\n".join(out) + "\n"
+
+
+def csv_rows(results: list[Result]) -> list[dict]:
+    """One dict per (model, benchmark, protocol, metric) of every result."""
+    rows = []
+    for r in results:
+        res = r.res
+        ints, how = res.get("intervals", {}), res.get("interval_methods", {})
+        for key, v in res["metrics"].items():
+            lo, hi = ints.get(key, (None, None))
+            rows.append({"model": r.model, "protocol": r.protocol, "recipe": res.get("recipe", ""),
+                         "benchmark": res["benchmark"].get("name", ""), "spec": res["benchmark"].get("spec", ""),
+                         "metric": key, "value": v, "lo": "" if lo is None else lo, "hi": "" if hi is None else hi,
+                         "interval_method": how.get(key, ""), "n_items": res.get("n_items", ""), "file": r.data_name})
+    return rows
+
+
+def _written_latex(path: Path) -> bool:
+    try:
+        return path.read_text().startswith(LATEX_MARK)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _written_csv(path: Path) -> bool:
+    try:
+        with open(path, newline="") as f:
+            return next(csv.reader(f), None) == list(CSV_FIELDS)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+
+
+def write_tables(paths: list[str | os.PathLike], out: str | os.PathLike, fmt: str, intervals: bool = False,
+                 overwrite: bool = False, baseline: str | None = "global") -> Path:
+    """Write the report's tables as one LaTeX file or one tidy CSV file to `out` (a file unbag did
+    not write there is refused unless `overwrite`)."""
+    written = _written_latex if fmt == "latex" else _written_csv
+    out = check_file_out(out, f"report --format {fmt}", written, overwrite, tuple(paths))
+    results = collect(paths, [])
+    if fmt == "latex":
+        text = latex(results, intervals, baseline)
+    else:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(csv_rows(results))
+        text = buf.getvalue()
+    atomic_write(out, text.encode())
+    return Path(out)
+

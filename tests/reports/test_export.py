@@ -1,0 +1,90 @@
+"""`unbag report --format latex | csv`: compiled by a real TeX engine where one is installed, read back with csv."""
+import csv
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from unbag.cli import main
+from unbag.errors import UnbagError
+from unbag.reports.export import CSV_FIELDS, write_tables
+
+CATS = ("color", "size", "material", "count", "relation")
+
+
+def _result(d, name, protocol, recipe, base, model="pre"):
+    """A ctrl results file: group score base + a small step per category, with Wilson-like intervals."""
+    metrics, intervals = {}, {}
+    for k, c in enumerate(CATS):
+        for s, shift in (("id", 0.1), ("ood", 0.0)):
+            v = round(base + shift + 0.01 * k, 4)
+            metrics[f"{s}/{c}/group"] = v
+            intervals[f"{s}/{c}/group"] = [round(v - 0.05, 4), round(v + 0.04, 4)]
+    res = {"model": model, "protocol": protocol, "recipe": recipe, "benchmark": {"name": "ctrl", "spec": "ctrl"},
+           "metrics": metrics, "intervals": intervals, "interval_methods": {k: "wilson" for k in metrics},
+           "n_items": 100}
+    (d / f"{name}.json").write_text(json.dumps(res))
+    sc = {"model": model, "protocol": protocol, "recipe": recipe,
+          "benchmark": {"name": "sugarcrepe", "spec": "sugarcrepe:x"},
+          "metrics": {"add_att/acc": base, "replace_rel/acc": base + 0.2, "all/acc": base + 0.1, "macro/acc": base + 0.1},
+          "intervals": {"add_att/acc": [base - 0.1, base + 0.1]}, "n_items": 10}
+    (d / f"sc-{name}.json").write_text(json.dumps(sc))
+
+
+@pytest.fixture
+def results(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    _result(d, "global", "global", "paper", 0.3)
+    _result(d, "sgi", "SGI", "unbag", 0.8)
+    _result(d, "paper", "SGI-paper", "paper", 0.5)
+    return d
+
+
+def test_latex_has_a_booktabs_table_per_benchmark_with_the_best_in_bold(results, tmp_path):
+    out = write_tables([results], tmp_path / "tables.tex", "latex", intervals=True, baseline=None)
+    tex = out.read_text()
+    assert tex.count(r"\begin{table}") == 2 and tex.count(r"\toprule") == 2 and r"\bottomrule" in tex
+    # SGI is best in every column: its OOD color (0.80) bold, global's (0.30) not
+    assert r"\textbf{80.0}{\scriptsize$\pm$4.5}" in tex and r"\textbf{30.0}" not in tex
+    assert r"SGI [unbag's]" in tex and "SGI-paper [paper]" in tex and "global [paper]" in tex
+    plain = write_tables([results], tmp_path / "plain.tex", "latex").read_text()
+    assert r"\pm" not in plain.split(r"\begin{table}", 1)[1].split(r"\caption")[0]
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="no TeX engine (Debian's texlive-latex-base and texlive-latex-recommended; .ci/run installs them)")
+def test_the_latex_compiles_with_a_real_tex_engine(results, tmp_path):
+    write_tables([results], tmp_path / "tables.tex", "latex", intervals=True)
+    (tmp_path / "paper.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
+                                        "\\input{tables.tex}\n\\end{document}\n")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert (tmp_path / "paper.pdf").stat().st_size > 1000
+
+
+def test_csv_is_tidy_and_reads_back(results, tmp_path, capsys):
+    main(["report", str(results), "--format", "csv", "--out", str(tmp_path / "cells.csv")])
+    assert "csv written to" in capsys.readouterr().out
+    with open(tmp_path / "cells.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == CSV_FIELDS
+    files = {p.name: json.loads(p.read_text()) for p in results.glob("*.json")}
+    assert len(rows) == sum(len(r["metrics"]) for r in files.values())
+    for row in rows:
+        res = files[row["file"]]
+        assert float(row["value"]) == res["metrics"][row["metric"]] and row["protocol"] == res["protocol"]
+        lo_hi = res.get("intervals", {}).get(row["metric"])
+        assert (row["lo"], row["hi"]) == (("", "") if lo_hi is None else (str(lo_hi[0]), str(lo_hi[1])))
+    assert {r["recipe"] for r in rows} == {"paper", "unbag"}
+
+
+def test_a_file_unbag_did_not_write_is_not_replaced(results, tmp_path):
+    (tmp_path / "mine.tex").write_text("\\section{my paper}\n")
+    with pytest.raises(UnbagError, match="mine.tex"):
+        write_tables([results], tmp_path / "mine.tex", "latex")
+    assert (tmp_path / "mine.tex").read_text() == "\\section{my paper}\n"
+    write_tables([results], tmp_path / "t.tex", "latex")
+    write_tables([results], tmp_path / "t.tex", "latex", intervals=True)  # its own file: replaced
