@@ -88,3 +88,40 @@ def test_a_file_unbag_did_not_write_is_not_replaced(results, tmp_path):
     assert (tmp_path / "mine.tex").read_text() == "\\section{my paper}\n"
     write_tables([results], tmp_path / "t.tex", "latex")
     write_tables([results], tmp_path / "t.tex", "latex", intervals=True)  # its own file: replaced
+
+
+def _sugarcrepe(d, model, value, lo, hi):
+    res = {"model": model, "protocol": "global", "recipe": "paper",
+           "benchmark": {"name": "sugarcrepe", "spec": "sugarcrepe:x"},
+           "metrics": {"macro/acc": value, "all/acc": value, "replace_att/acc": value},
+           "intervals": {"macro/acc": [lo, hi], "all/acc": [lo, hi], "replace_att/acc": [lo, hi]}, "n_items": 100}
+    f = d / f"{model.replace(':', '_').replace('@', '_').replace('/', '_')}.json"
+    f.write_text(json.dumps(res))
+    return res
+
+
+def test_a_published_model_gets_its_published_row_and_whether_it_reproduced(tmp_path):
+    from unbag.reports.table import summary_tables
+
+    ours = _sugarcrepe(tmp_path, "open_clip:ViT-B-32-quickgelu@openai", 0.734, 0.72, 0.75)
+    other = _sugarcrepe(tmp_path, "builtin", 0.5, 0.4, 0.6)
+    (_, _, head, rows), = summary_tables([("CLIP", "global", ours, None), ("mine", "global", other, None)])
+    names = [r[1] for r in rows]
+    assert names[1].startswith("published (official: SugarCrepe") and len(rows) == 4  # none for builtin
+    col = {h: j for j, h in enumerate(head)}
+    macro = next(h for h in head if "macro" in h)
+    assert rows[1][col[macro]][0] == 0.730
+    # 73.4 against 73.0: +0.4, and 0.730 lies in [0.72, 0.75]; replace_att: 73.4 against 80.08, outside
+    assert rows[2][col[macro]][0] == "+0.4, inside"
+    att = next(h for h in head if "replace_att" in h)
+    assert rows[2][col[att]][0] == "-6.7, outside"
+
+
+def test_the_report_shows_the_published_rows(tmp_path):
+    from unbag.reports.html import write_report
+
+    d = tmp_path / "res"
+    d.mkdir()
+    _sugarcrepe(d, "open_clip:ViT-B-32-quickgelu@openai", 0.734, 0.72, 0.75)
+    page = (write_report([d], tmp_path / "rep") / "index.html").read_text()
+    assert "published (official: SugarCrepe" in page and "+0.4, inside" in page

@@ -81,7 +81,11 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
     """One table per benchmark whose results are not shown in a grid (benchmarks.Summary), in order
     of first appearance: (benchmark name, title, header, rows). `cells` are (model, protocol,
     results dict, ref); a row is model, protocol, then per column (value, ref, metric key, half-width
-    of its interval) or None."""
+    of its interval) or None. Below a global-cosine row of a model with published numbers on the
+    benchmark (reports/published.py): a "published" row and one with the difference, saying
+    whether the published number is inside the row's 95% interval."""
+    from .published import published, reproduced
+
     groups: dict[str, list] = {}
     for m, p, res, ref in cells:
         name = res["benchmark"]["name"]
@@ -92,9 +96,17 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
         s = summary(name)
         keys = s.keys({k for _, _, res, _ in group for k in res["metrics"]})
         specs = sorted({res["benchmark"].get("spec", name) for _, _, res, _ in group})
-        rows = [[m, labelled(p, res.get("recipe")), *[(res["metrics"][k], ref, k, half(res, k)) if k in res["metrics"] else None
-                                                     for k in keys]]
-                for m, p, res, ref in group]
+        rows = []
+        for m, p, res, ref in group:
+            rows.append([m, labelled(p, res.get("recipe")),
+                         *[(res["metrics"][k], ref, k, half(res, k)) if k in res["metrics"] else None for k in keys]])
+            pub = published(res["model"], name) if res["protocol"] == "global" else None
+            if pub is not None and any(k in pub.metrics for k in keys):
+                rows.append([m, f"published ({pub.kind}: {pub.source})",
+                             *[(pub.metrics[k], None, k) if k in pub.metrics else None for k in keys]])
+                rows.append([m, "ours - published (points; inside our 95% interval?)",
+                             *[(reproduced(res["metrics"][k], res.get("intervals", {}).get(k), pub.metrics[k]), None, None)
+                               if k in pub.metrics and k in res["metrics"] else None for k in keys]])
         out.append((name, f"{name} ({', '.join(specs)})", ["model", "protocol", *map(s.label, keys)], rows))
     return out
 
@@ -109,7 +121,8 @@ def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
         for h in head:
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for row in rows:
-            t.add_row(row[0], row[1], *["" if e is None else pct(e[0], _h(e)) for e in row[2:]])
+            t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], _h(e))
+                                        for e in row[2:]])
         console.print(t)
 
 
