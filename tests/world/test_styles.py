@@ -98,6 +98,7 @@ def test_each_world_is_declared_once_with_every_part_it_names():
     for name, w in styles.WORLDS.items():
         assert w.name == name and w.px >= styles.MIN_PX
         assert w.render_version() >= 1 and w.categories() and w.splits() == ("id", "ood")
+        assert w.distributions() == tuple(w.part("stream").DISTRIBUTIONS)
         item, images, fields = w.swap_item(0, "id", "color", 0, 32)
         assert len(images) == 2 and all(im.shape == (32, 32, 3) and im.dtype == np.uint8 for im in images)
         assert {"segments", "objects", "held_out"} <= set(fields)

@@ -27,6 +27,9 @@ class World:
     sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/__init__.py SGIConfig)
     renderer: str = ""  # module with RENDER_VERSION
     stream: str = ""  # module with sample, twin, distribution, describe and DISTRIBUTIONS
+    # where its distributions' names are, when reading them from `stream` would cost more (the 3D
+    # stream module loads the renderer, and torch; the CLI's help needs only the names)
+    distribution_names: str = ""
     swap: str = ""  # module with CATEGORIES, SPLITS, VALUES (size/color/material words) and build_item
     shapes: str = ""  # its shape nouns
     held_out: str = ""  # obj -> the held-out combinations it shows
@@ -50,7 +53,7 @@ class World:
         return tuple(self.part("swap").SPLITS)
 
     def distributions(self) -> tuple[str, ...]:
-        return tuple(self.part("stream").DISTRIBUTIONS)
+        return tuple(self.part("distribution_names") if self.distribution_names else self.part("stream").DISTRIBUTIONS)
 
     def vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """Its attribute words: sizes, colours, materials."""

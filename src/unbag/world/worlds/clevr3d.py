@@ -28,6 +28,7 @@ WORLD = World(
     sgi=SGI,
     renderer="render3d",
     stream="stream3d",
+    distribution_names="stream:DISTRIBUTIONS",  # stream3d draws the flat stream's distributions
     swap="swap3d",
     shapes="scene3d:SHAPES3D",
     held_out="swap3d:held_out",
