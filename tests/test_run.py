@@ -85,6 +85,15 @@ def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_
     run_plan(plan, progress=False)
     assert calls["n"] == 1 and json.loads(old.read_text())["benchmark"]["render"] == RENDER_VERSION
 
+    # and one written before results held their intervals
+    rec = json.loads(old.read_text())
+    assert set(rec["intervals"]) == set(rec["metrics"])
+    del rec["intervals"]
+    old.write_text(json.dumps(rec))
+    calls["n"] = 0
+    run_plan(plan, progress=False)
+    assert calls["n"] == 1 and set(json.loads(old.read_text())["intervals"]) == set(rec["metrics"])
+
 
 def test_bad_plans_name_the_field(tmp_path):
     p = tmp_path / "p.toml"

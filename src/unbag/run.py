@@ -245,6 +245,9 @@ def _finished(dest: Path) -> dict | None:
     if not isinstance(res, dict):
         warn(f"{dest}: not a results file; the cell runs again")
         return None
+    if "intervals" not in res:  # written before results recorded their intervals
+        warn(f"{dest}: written before results held 95% intervals; the cell runs again")
+        return None
     items = res.get("per_item")
     if items is not None:
         from .utils import items_hash
