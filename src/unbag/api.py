@@ -156,7 +156,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     generated one). A free image takes the photo benchmarks' regions (`selective`, one view), as
     `unbag eval` on photos does, a benchmark item its benchmark's; SGI options override them."""
     from . import benchmarks
-    from .sgi.config import SGIConfig
+    from .sgi.config import PICTURE_DEFAULTS, SGIConfig
     from .sgi.explain import explain as draw
     from .sgi.presets import SGI_PRESETS, config_for
     if protocol not in SGI_PRESETS:
@@ -170,7 +170,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
         cfg = config_for(protocol, given, b)  # exactly what `unbag eval` scores the item with
     else:
         b = _pairs(image, caption, "unbag.explain")
-        cfg = SGIConfig.from_options({**SGI_PRESETS[protocol], **benchmarks.PHOTO_SGI, **given})
+        cfg = SGIConfig.from_options({**PICTURE_DEFAULTS["photos"], **SGI_PRESETS[protocol], **given})
     return draw(_backend(model, device), b, cfg)
 
 

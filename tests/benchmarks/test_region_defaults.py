@@ -4,6 +4,7 @@ import warnings
 import pytest
 
 from unbag import benchmarks
+from unbag.sgi.config import PICTURE_DEFAULTS, sgi_defaults
 
 
 def test_every_photo_benchmark_declares_a_photo_region_source():
@@ -12,11 +13,11 @@ def test_every_photo_benchmark_declares_a_photo_region_source():
     for name, k in benchmarks.BENCHMARKS.items():
         if k.global_only or name == "ctrl":
             continue
-        assert benchmarks.sgi_defaults(name) == benchmarks.PHOTO_SGI, name
-    assert benchmarks.PHOTO_SGI["regions"] == "selective"
+        assert sgi_defaults(name) == PICTURE_DEFAULTS["photos"], name
+    assert PICTURE_DEFAULTS["photos"]["regions"] == "selective"
     # ctrl's come from its world, told from the spec alone as from the loaded benchmark
-    assert benchmarks.sgi_defaults("ctrl@flat") == {} and benchmarks.sgi_defaults("ctrl@3d") == SGI_3D
-    assert benchmarks.sgi_defaults("ctrl") == benchmarks.sgi_defaults(f"ctrl@{resolve(None)}")
+    assert sgi_defaults("ctrl@flat") == {} and sgi_defaults("ctrl@3d") == SGI_3D
+    assert sgi_defaults("ctrl") == sgi_defaults(f"ctrl@{resolve(None)}")
 
 
 def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_dir):
@@ -27,7 +28,7 @@ def test_results_record_the_declared_source_and_blobs_on_photos_warn(sugarcrepe_
     res = evaluate(tiny, f"sugarcrepe:{sugarcrepe_dir}", "sgi", progress=False)
     opts = res["config"]["options"]
     assert opts["regions"] == "selective" and opts["phases"] == 1
-    assert opts["benchmark_defaults"] == benchmarks.PHOTO_SGI
+    assert opts["benchmark_defaults"] == PICTURE_DEFAULTS["photos"]
     with pytest.warns(UserWarning, match="blobs.*photos.*'selective'"):
         res = evaluate(tiny, f"sugarcrepe:{sugarcrepe_dir}", "sgi", progress=False, options={"regions": "blobs"})
     assert res["config"]["options"]["regions"] == "blobs"  # the user's choice wins, recorded as run
@@ -54,7 +55,7 @@ def test_a_3d_ctrl_declares_learned_object_regions_and_its_heads_and_results_use
     assert main(["world", "build", "--style", "3d", "--per-category", "1", "--categories", "color", "--procs", "1",
                  "--out", str(tmp_path / "c3"), "--quiet"]) == 0
     built = load_benchmark(f"ctrl:{tmp_path / 'c3'}")
-    assert built.sgi == SGI_3D and benchmarks.sgi_defaults(built) == SGI_3D
+    assert built.sgi == SGI_3D and sgi_defaults(built) == SGI_3D
     tiny = models.load("open_clip:unbag-tiny@random")
     res = evaluate(tiny, built, "sgi", progress=False)
     assert res["config"]["options"]["regions"] == "objects" and res["config"]["options"]["benchmark_defaults"] == SGI_3D

@@ -21,7 +21,7 @@ from ..errors import UnbagError
 from ..world.styles import WORLDS, resolve, size, split_world, world as world_of
 from ..world.swap import CATEGORIES
 from .base import Benchmark, Item, image_key, load_image, ref_file
-from .kinds import DEFAULT_SUMMARY, PHOTO_SGI, RETRIEVAL, ZERO_SHOT, Grid, Kind, Summary
+from .kinds import DEFAULT_SUMMARY, RETRIEVAL, ZERO_SHOT, Grid, Kind, Summary
 
 
 def _call(module: str, fn: str, *args: str) -> Callable:
@@ -102,7 +102,7 @@ EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-00
 BENCHMARKS: dict[str, Kind] = {
     "ctrl": Kind(f"ctrl[@{'|@'.join(WORLDS)}] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
-                 sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True, sgi_of=_ctrl_sgi),
+                 sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True, sgi_of=_ctrl_sgi, pictures="world"),
     "ctrl-retrieval": Kind(f"ctrl-retrieval[@{'|@'.join(WORLDS)}][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp, worlds=True),
@@ -331,18 +331,19 @@ def suite_folders() -> dict[str, list[str]]:
     return out
 
 
-def sgi_defaults(bench) -> dict:
-    """The SGI options a benchmark declares for its images: its kind's, then, for a loaded
-    benchmark, its own (3D ctrl's regions), or for a spec string what its kind tells from the spec
-    (`Kind.sgi_of`: the same); {} for unregistered ones."""
+def pictures(bench) -> tuple[str, dict]:
+    """What a benchmark's images are (`Kind.pictures`: photos or world) and the SGI options their
+    world declares for them (a loaded benchmark's own, the 3D ctrl's `objects`; for a spec string
+    what its kind tells from the spec, `Kind.sgi_of`); ("", {}) for unregistered ones. SGI holds
+    what it reads each kind of picture with (sgi/config.py)."""
     if isinstance(bench, str):
         try:
             k, _, path, third = parse(bench)
         except UnbagError:
-            return {}
-        return dict(k.sgi) | (k.sgi_of(path, third) if k.sgi_of else {})
+            return "", {}
+        return k.pictures, (k.sgi_of(path, third) if k.sgi_of else {})
     k = BENCHMARKS.get(bench.name)
-    return (dict(k.sgi) if k else {}) | dict(getattr(bench, "sgi", None) or {})
+    return (k.pictures if k else ""), dict(getattr(bench, "sgi", None) or {})
 
 
 def forms() -> str:
@@ -351,5 +352,5 @@ def forms() -> str:
 
 
 __all__ = ["Benchmark", "Item", "Kind", "image_key", "load_image", "load", "load_item", "generated", "kind", "forms",
-           "sgi_defaults", "sized", "files_fingerprint", "image_roots", "stamp", "summary", "suite_folders", "Summary", "Grid",
-           "CTRL_GRID", "BENCHMARKS", "PHOTO_SGI"]
+           "pictures", "sized", "files_fingerprint", "image_roots", "stamp", "summary", "suite_folders", "Summary", "Grid",
+           "CTRL_GRID", "BENCHMARKS"]

@@ -27,7 +27,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
 from .common import image_dir, need, need_text, read_json
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .sugarcrepe import pairwise
 
 # the ARO README's symmetric relations, excluded from VG-Relation's macro accuracy
@@ -202,14 +202,13 @@ def load_flickr_order(root: str | Path, seed: int = 0) -> Benchmark:
 # where to download it
 RELEASE = "github.com/mertyg/vision-language-models-are-bows (its data download); images: VG, COCO 2014, Flickr30k"
 BENCHMARKS = {
-    "aro-vgr": Kind("aro-vgr:DIR", lambda path, root, seed: load_vgr(path), sgi=PHOTO_SGI, suite="aro",
+    "aro-vgr": Kind("aro-vgr:DIR", lambda path, root, seed: load_vgr(path), suite="aro",
                     release=RELEASE, summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
-    "aro-vga": Kind("aro-vga:DIR", lambda path, root, seed: load_vga(path), sgi=PHOTO_SGI, suite="aro",
+    "aro-vga": Kind("aro-vga:DIR", lambda path, root, seed: load_vga(path), suite="aro",
                     release=RELEASE, summary=Summary(("macro/acc", "all/acc"), "macro/acc")),
-    "aro-coco-order": Kind("aro-coco-order:DIR", lambda path, root, seed: load_coco_order(path, seed), sgi=PHOTO_SGI,
+    "aro-coco-order": Kind("aro-coco-order:DIR", lambda path, root, seed: load_coco_order(path, seed),
                            suite="aro", release=RELEASE,
                            summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
-    "aro-flickr-order": Kind("aro-flickr-order:DIR", lambda path, root, seed: load_flickr_order(path, seed),
-                             sgi=PHOTO_SGI, suite="aro", release=RELEASE,
+    "aro-flickr-order": Kind("aro-flickr-order:DIR", lambda path, root, seed: load_flickr_order(path, seed), suite="aro", release=RELEASE,
                              summary=Summary(("all/acc_official", "all/acc"), "all/acc_official")),
 }

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import need_text
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 
 COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
 
@@ -54,7 +54,7 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "huggingface.co/datasets/imirandam/BiVLC (save_to_disk or its parquet files)"  # where to download it
 BENCHMARKS = {
-    "bivlc": Kind("bivlc:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="bivlc", release=RELEASE,
+    "bivlc": Kind("bivlc:DIR", lambda path, root, seed: load(path), suite="bivlc", release=RELEASE,
                   summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
                                    "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
 }

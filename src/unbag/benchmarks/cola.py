@@ -23,7 +23,7 @@ import torch
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
 from .common import Dropped, first_file, given_images, read_json, release_dir, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import average_precision, winoground
 
 MULTI = "COLA_multiobjects_matching_benchmark.json"
@@ -120,7 +120,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 
 RELEASE = "github.com/arijitray1993/COLA (data/); images: Visual Genome/GQA, CLEVR, PACO"  # where to download it
 BENCHMARKS = {
-    "cola": Kind("cola:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
+    "cola": Kind("cola:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
                  suite="cola", release=RELEASE,
                  summary=Summary(("multiobj/image", "multiobj/group", "macro/mAP_official", "macro/mAP", "*/mAP_official"),
                                  ("multiobj/image", "macro/mAP_official"), suite=("multiobj/image", "macro/mAP_official"))),

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item, zip_ref
 from .common import Dropped, need, need_text, read_json, release_dir, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 
 
 def _images(root: Path):
@@ -64,6 +64,6 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "github.com/Top34051/colorswap (the data/ archive its README links: test.json, images.zip)"  # where to download it
 BENCHMARKS = {
-    "colorswap": Kind("colorswap:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="colorswap", release=RELEASE,
+    "colorswap": Kind("colorswap:DIR", lambda path, root, seed: load(path), suite="colorswap", release=RELEASE,
                       summary=Summary(("all/group", "all/text", "all/image", "*/group"), "all/group")),
 }

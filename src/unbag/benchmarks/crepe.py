@@ -22,7 +22,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
 from .common import Dropped, given_images, release_dir, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import recall_at
 
 KS = (1, 3, 5, 10)
@@ -116,7 +116,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 
 RELEASE = "github.com/RAIVNLab/CREPE (data/*.zip); images: Visual Genome"  # where to download it
 BENCHMARKS = {
-    "crepe": Kind("crepe:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
+    "crepe": Kind("crepe:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
                   suite="crepe", release=RELEASE,
                   summary=Summary(("macro/R@1_official", "macro/R@1", "all/R@1_official", "all/R@3_official",
                                    "all/R@5_official", "*/R@1_official"), "macro/R@1_official")),

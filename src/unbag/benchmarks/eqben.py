@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, first_file, given_images, image_dir, need, need_text, read_json, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 
 ANNOTATION = "ann_json_finegrained_random.json"
 NAMES = ("c0i0", "c0i1", "c1i0", "c1i1")
@@ -78,7 +78,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 
 RELEASE = "github.com/Wangt-CN/EqBen (annotation and image downloads in its README)"  # where to download it
 BENCHMARKS = {
-    "eqben": Kind("eqben:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
+    "eqben": Kind("eqben:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
                   suite="eqben", release=RELEASE, summary=Summary(("macro/group", "macro/text", "macro/image", "*/group"),
                                                  "macro/group")),
 }

@@ -18,7 +18,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, given_images, image_dir, read_json, release_dir, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import choose, labels_of
 
 _FRAME = re.compile(r"^img(\d+)\.(jpg|jpeg|png)$", re.I)
@@ -66,7 +66,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 RELEASE = "github.com/McGill-NLP/imagecode (data/ and its image-sets archive)"  # where to download it
 BENCHMARKS = {
     "imagecode": Kind("imagecode:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                      sgi=PHOTO_SGI, suite="imagecode", release=RELEASE,
+                      suite="imagecode", release=RELEASE,
                       summary=Summary(("all/acc_official", "video/acc_official", "static/acc_official", "all/acc"),
                                       "all/acc_official")),
 }

@@ -102,7 +102,9 @@ class Kind:
     image_root: bool = False  # takes NAME:DIR:IMAGE_ROOT (annotations and images kept apart)
     dataset: bool = False  # takes NAME:DIR:DATASET (a standard dataset's name, for its built-in prompts)
     global_only: bool = False  # every image against every text (retrieval, classification)
-    sgi: dict = field(default_factory=dict)  # SGI options its images call for, under the user's own
+    # what its images are, for the options SGI reads them with (sgi/config.py PICTURE_DEFAULTS):
+    # "photos", or "world" (a world's scenes: the world's declaration gives them, `sgi_of` reads it)
+    pictures: str = "photos"
     summary: Summary | None = None  # its report table and chart; None: DEFAULT_SUMMARY
     # one item by id (spec's path, id, seed) without building the whole benchmark, and the items
     # `unbag run` draws SGI explanations of by default
@@ -127,11 +129,6 @@ class Kind:
     suite: str | None = None
     release: str = ""  # where its official release is downloaded (`unbag suite` says it for a missing one)
 
-
-# Photographs: SGI's regions come from hierarchical grouping of segments (`selective`, eight boxes
-# and the whole image), one view each; `blobs` (the default) are for scenes on a plain background.
-# No unions: over eight boxes they would multiply the encoder passes (docs/sgi.md, "Photos").
-PHOTO_SGI = {"regions": "selective", "phases": 1}
 
 
 # summaries several benchmarks share

@@ -21,7 +21,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, release_dir, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import winoground
 
 IMAGES = "MLLM_VLM Images"
@@ -72,7 +72,7 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "huggingface.co/datasets/MMVP/MMVP_VLM"  # where to download it
 BENCHMARKS = {
-    "mmvp-vlm": Kind("mmvp-vlm:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="mmvp-vlm", release=RELEASE,
+    "mmvp-vlm": Kind("mmvp-vlm:DIR", lambda path, root, seed: load(path), suite="mmvp-vlm", release=RELEASE,
                      summary=Summary(("macro/image_official", "macro/image", "all/group", "*/image_official"),
                                      "macro/image_official")),
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, need, need_text, read_json, release_dir, unique_ids
-from .kinds import PHOTO_SGI, TWO_BY_TWO, Kind
+from .kinds import TWO_BY_TWO, Kind
 
 
 def load(root: str | Path) -> Benchmark:
@@ -43,6 +43,6 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "github.com/Baiqi-Li/NaturalBench (the NaturalBench-Retrieval download)"  # where to download it
 BENCHMARKS = {
-    "naturalbench": Kind("naturalbench:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="naturalbench",
+    "naturalbench": Kind("naturalbench:DIR", lambda path, root, seed: load(path), suite="naturalbench",
                          release=RELEASE, summary=TWO_BY_TWO),
 }

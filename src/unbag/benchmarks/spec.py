@@ -18,7 +18,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, missing_subsets, read_json, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import choose
 
 SUBSETS = ("absolute_size", "relative_size", "absolute_spatial", "relative_spatial", "existence", "count")
@@ -90,7 +90,7 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "huggingface.co/datasets/wjpoom/SPEC"  # where to download it
 BENCHMARKS = {
-    "spec": Kind("spec:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="spec", release=RELEASE,
+    "spec": Kind("spec:DIR", lambda path, root, seed: load(path), suite="spec", release=RELEASE,
                  summary=Summary(("macro/i2t_official", "macro/t2i_official", "macro/i2t", "macro/t2i",
                                   "*/i2t_official", "*/t2i_official"), "macro/i2t_official",
                                  {"i2t": "I2T", "t2i": "T2I"},

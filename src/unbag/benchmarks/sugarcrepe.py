@@ -17,7 +17,7 @@ import torch
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
 from .common import images_at, need, need_text, read_json
-from .kinds import PAIRWISE, PHOTO_SGI, Kind, Summary
+from .kinds import PAIRWISE, Kind, Summary
 from .shapes import first_caption
 
 SC_SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
@@ -106,10 +106,10 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
 
 BENCHMARKS = {
     "sugarcrepe": Kind("sugarcrepe:DIR[:IMAGE_ROOT]", lambda path, root, seed: load_sugarcrepe(path, root),
-                       image_root=True, sgi=PHOTO_SGI, summary=PAIRWISE, suite="sugarcrepe",
+                       image_root=True, summary=PAIRWISE, suite="sugarcrepe",
                        release="github.com/RAIVNLab/sugar-crepe (data/); images: COCO val2017"),
     "sugarcrepe++": Kind("sugarcrepe++:DIR[:IMAGE_ROOT]", lambda path, root, seed: load_sugarcrepe_pp(path, root),
-                         image_root=True, sgi=PHOTO_SGI, suite="sugarcrepe++",
+                         image_root=True, suite="sugarcrepe++",
                          release="github.com/Sri-Harsha/scpp (data/); images: COCO val2017",
                          summary=Summary(("macro/itt", "macro/tot", "all/itt", "all/tot", "*/itt", "*/tot"),
                                          "macro/itt", {"itt": "ITT", "tot": "TOT"})),

@@ -20,7 +20,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, first_file, given_images, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import choose
 
 FLAGS = ("subj_neg", "verb_neg", "obj_neg")
@@ -84,6 +84,6 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 RELEASE = "github.com/google-deepmind/svo_probes (svo_probes.csv; images from its urls)"  # where to download it
 BENCHMARKS = {
     "svo-probes": Kind("svo-probes:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                       sgi=PHOTO_SGI, suite="svo-probes", release=RELEASE,
+                      suite="svo-probes", release=RELEASE,
                        summary=Summary(("macro/pair", "all/pair", "*/pair"), "macro/pair")),
 }

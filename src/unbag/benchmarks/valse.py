@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import images_at, need, need_text, read_json
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .sugarcrepe import pairwise
 
 MIN_MTURK_VALID = 2
@@ -50,6 +50,6 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 
 RELEASE = "github.com/Heidelberg-NLP/VALSE (data/); images: Visual7W, COCO 2017, SWiG, VisDial, FOIL"  # where to download it
 BENCHMARKS = {
-    "valse": Kind("valse:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True, sgi=PHOTO_SGI,
+    "valse": Kind("valse:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
                   suite="valse", release=RELEASE, summary=Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")),
 }

@@ -22,7 +22,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item, arrow_ref
 from .common import read_json, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 
 CATEGORIES = ("object", "attribute", "counting", "relation")
 _REL = re.compile(r"^\s*T([01])_I([01])\s*([<>=])\s*T([01])_I([01])\s*$")
@@ -136,6 +136,6 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "huggingface.co/datasets/mair-lab/vismin-bench"  # where to download it
 BENCHMARKS = {
-    "vismin": Kind("vismin:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="vismin", release=RELEASE,
+    "vismin": Kind("vismin:DIR", lambda path, root, seed: load(path), suite="vismin", release=RELEASE,
                    summary=Summary(("macro/group", "macro/text", "macro/image", "*/group"), "macro/group")),
 }

@@ -21,7 +21,7 @@ import torch
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
 from .common import Dropped, images_at, read_json, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import first_caption
 
 # radar.py's 13 categories by the TYPE folder of a file
@@ -126,7 +126,7 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
 RELEASE = "github.com/om-ai-lab/VL-CheckList (data/); images: VG, SWiG, HAKE, VAW (its DATASETS.md)"  # where to download it
 BENCHMARKS = {
     "vl-checklist": Kind("vl-checklist:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                         sgi=PHOTO_SGI, suite="vl-checklist", release=RELEASE,
+                      suite="vl-checklist", release=RELEASE,
                          summary=Summary(("aspect=Object/acc", "aspect=Attribute/acc", "aspect=Relation/acc",
                                           "aspect=mean/acc", "category=*/acc", "all/acc", "macro/acc"),
                                          ("aspect=mean/acc", "macro/acc"),

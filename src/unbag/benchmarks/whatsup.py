@@ -22,7 +22,7 @@ import torch
 from ..errors import UnbagError
 from .base import Benchmark, Item
 from .common import Dropped, missing_subsets, need, need_text, read_json, release_dir, unique_ids
-from .kinds import PHOTO_SGI, Kind, Summary
+from .kinds import Kind, Summary
 from .shapes import first_caption
 
 FILES = {"controlled_a": "controlled_images_dataset.json", "controlled_b": "controlled_clevr_dataset.json",
@@ -137,7 +137,7 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "github.com/amitakamath/whatsup_vlms (data/ and its image download)"  # where to download it
 BENCHMARKS = {
-    "whatsup": Kind("whatsup:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, suite="whatsup", release=RELEASE,
+    "whatsup": Kind("whatsup:DIR", lambda path, root, seed: load(path), suite="whatsup", release=RELEASE,
                     summary=Summary(("group=whatsup/acc_official", "group=coco_spatial/acc_official",
                                      "group=gqa_spatial/acc_official", "group=*/acc", "macro/pair_acc_official",
                                      "macro/set_acc_official", "*/acc_official", "*/acc"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .base import Benchmark, Item
 from .common import image_dir, need, need_text, read_jsonl
-from .kinds import PHOTO_SGI, TWO_BY_TWO, Kind
+from .kinds import TWO_BY_TWO, Kind
 
 
 def load(root: str | Path) -> Benchmark:
@@ -31,6 +31,6 @@ def load(root: str | Path) -> Benchmark:
 
 RELEASE = "huggingface.co/datasets/facebook/winoground (gated: accept its terms first)"  # where to download it
 BENCHMARKS = {
-    "winoground": Kind("winoground:DIR", lambda path, root, seed: load(path), sgi=PHOTO_SGI, summary=TWO_BY_TWO,
+    "winoground": Kind("winoground:DIR", lambda path, root, seed: load(path), summary=TWO_BY_TWO,
                        suite="winoground", release=RELEASE),
 }

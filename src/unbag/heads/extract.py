@@ -122,9 +122,9 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
     of unbag's typed negatives of the caption (`unbag negatives`' rules: swapped or replaced
     attributes and objects, exchanged noun phrases). Regions (for TFRegions) come from SGI's
     photo region source; regions=False leaves them out."""
-    from ..benchmarks import PHOTO_SGI
     from ..negatives.typed import RuleGenerator
     from ..sgi import segments as seg
+    from ..sgi.config import PICTURE_DEFAULTS
 
     gen = RuleGenerator()
     total = negatives = 0
@@ -143,7 +143,7 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
             pixels = torch.stack([backend.preprocess(im) for im in images])
             f = image_features(backend, pixels) | text_features(backend, caps, [seg.parse(c) for c in caps])
             if regions:
-                f |= region_features(backend, [np.asarray(im) for im in images], PHOTO_SGI)
+                f |= region_features(backend, [np.asarray(im) for im in images], PICTURE_DEFAULTS["photos"])
             f |= {f"neg_{k}": v for k, v in text_features(backend, negs, [seg.parse(c) for c in negs]).items()}
             shards.add({k: v.numpy() for k, v in f.items()} | {"has_neg": has_neg,
                                                                "twin": np.full(len(batch), -1, dtype=np.int64)})

@@ -91,9 +91,8 @@ class SGIConfig:
 
     @classmethod
     def for_benchmark(cls, bench) -> "SGIConfig":
-        """unbag's SGI with the options a benchmark (a loaded one, or its name) declares for its
-        images (photos: `selective`; 3D ctrl: `objects`)."""
-        from ..benchmarks import sgi_defaults
+        """unbag's SGI with the options a benchmark's images call for (a loaded one, or its name;
+        photos: `selective`; 3D ctrl: `objects`)."""
         return cls.from_options(sgi_defaults(bench))
 
     def record(self) -> dict:
@@ -115,3 +114,19 @@ def _scales(value) -> tuple[float, ...]:
     if not vals or not all(0 < v <= 1 for v in vals):
         raise UnbagError(f"SGI scales are fractions of the image side in (0, 1], got {value!r}")
     return vals
+
+
+# SGI's options by what a benchmark's images are (`Kind.pictures`). Photographs: regions from
+# hierarchical grouping of segments (`selective`, eight boxes and the whole image), one view each;
+# `blobs` (the default) are for scenes on a plain background. No unions: over eight boxes they
+# would multiply the encoder passes (docs/sgi.md, "Photos"). A world's scenes: what the world
+# declares (world/worlds/: the 3D world's learned `objects`; the flat world's none).
+PICTURE_DEFAULTS: dict[str, dict] = {"photos": {"regions": "selective", "phases": 1}, "world": {}}
+
+
+def sgi_defaults(bench) -> dict:
+    """The SGI options a benchmark's images call for (a loaded benchmark or a spec): its kind of
+    pictures' (PICTURE_DEFAULTS), then its world's; {} for unregistered ones."""
+    from ..benchmarks import pictures
+    kind, declared = pictures(bench)
+    return dict(PICTURE_DEFAULTS.get(kind, {})) | declared

@@ -6,9 +6,8 @@ import functools
 import warnings
 from typing import TYPE_CHECKING, Callable
 
-from ..benchmarks import sgi_defaults
 from ..scoring import Protocol
-from .config import SGIConfig
+from .config import SGIConfig, sgi_defaults
 from .protocol import score_sgi
 
 if TYPE_CHECKING:
