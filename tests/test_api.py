@@ -156,7 +156,7 @@ def test_benchmarks_iterate_and_index(free_text_bench):
     assert b["ood-count-0001"].group == {"split": "ood", "category": "count"}
     with pytest.raises(KeyError):
         b["nope"]
-    with pytest.raises(UnbagError, match="per_category and style make a generated benchmark"):
+    with pytest.raises(UnbagError, match="per_category, style and px make a generated benchmark"):
         unbag.load_benchmark("ctrl-retrieval", per_category=2)
 
 

@@ -232,6 +232,16 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         raise UnbagError(f"--precision {precision!r}: one of {', '.join(PRECISIONS)}")
     t0 = time.perf_counter()
     protocols.lookup(protocol)  # an unknown protocol is refused before a benchmark is generated or read
+    from . import dist
+    backend = None
+    if isinstance(bench, str) and benchmarks.drawn_size(bench, None) is None and benchmarks.kind(bench).drawn_size \
+            and benchmarks.generated(bench):
+        # a generated benchmark drawn at the model's input side: the model is loaded first
+        rank, world_size, device = dist.init(str(model.device if isinstance(model, Backend) else device))
+        backend = model if isinstance(model, Backend) else models.load(model, device=device)
+        t0 = time.perf_counter()
+        bench = benchmarks.load(bench, seed=seed, outside_root=images_outside_root,
+                                px=benchmarks.drawn_size(bench, min(backend.image_size)))
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else \
         benchmarks.load(bench, seed=seed, outside_root=images_outside_root)
     spec = model.spec if isinstance(model, Backend) else model
@@ -241,10 +251,10 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         raise UnbagError(f"{b.name}: {'retrieval' if isinstance(b, RetrievalSet) else 'zero-shot classification'} "
                          "is scored with the global protocol only (every image against every text); SGI and "
                          "heads score the candidate pairs of an item")
-    from . import dist
-    rank, world_size, device = dist.init(str(model.device if isinstance(model, Backend) else device))
     t1 = time.perf_counter()
-    backend = model if isinstance(model, Backend) else models.load(model, device=device)
+    if backend is None:
+        rank, world_size, device = dist.init(str(model.device if isinstance(model, Backend) else device))
+        backend = model if isinstance(model, Backend) else models.load(model, device=device)
     before, backend.precision = backend.precision, precision
     try:
         return _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress,

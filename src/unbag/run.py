@@ -210,13 +210,15 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             if res is not None and model_specs[m] not in ids:  # which weights and setup the spec means now
                 ids[model_specs[m]] = (weights_id(backend), config_id(backend))
             spec = plan["benchmarks"][b]
+            px = benchmarks.drawn_size(spec, min(backend.image_size))  # a generated ctrl: at the model's side
             if res is None or not _same_setup(res, model_specs[m], ids.get(model_specs[m]), protocol, options,
-                                              spec, seed, files[spec], _precision(backend, precision), sizes[spec]):
-                if spec not in loaded:  # generate/read each benchmark once per run; keep the last
-                    while len(loaded) >= KEEP_LOADED:  # few (a model's cells alternate between them)
+                                              spec, seed, files[spec], _precision(backend, precision), sizes[spec], px):
+                if (spec, px) not in loaded:  # generate/read each benchmark (at each side) once per run;
+                    while len(loaded) >= KEEP_LOADED:  # keep the last few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
-                    loaded[spec] = benchmarks.load(spec, seed=seed, per_category=sizes[spec], outside_root=outside)
-                res = evaluate(backend, loaded[spec], protocol=protocol, out=str(dest), seed=seed,
+                    loaded[(spec, px)] = benchmarks.load(spec, seed=seed, per_category=sizes[spec], outside_root=outside,
+                                                         px=px)
+                res = evaluate(backend, loaded[(spec, px)], protocol=protocol, out=str(dest), seed=seed,
                                progress=False, options=options, precision=precision, cache=cache,
                                cell=planned_cell, overwrite=True)  # the run folder's results are unbag's
             res["cell"] = planned_cell
@@ -309,18 +311,20 @@ def _precision(backend, precision: str) -> str:
 
 
 def _same_setup(res: dict, model: str, model_id: tuple | None, protocol: str, options: dict, bench: str,
-                seed: int, files: str | None, precision: str = "fp32", per_category: int | None = None) -> bool:
+                seed: int, files: str | None, precision: str = "fp32", per_category: int | None = None,
+                px: int | None = None) -> bool:
     """Whether a finished cell was made by this model spec, with the same weights, and protocol with
     the options it would record now (new shipped weights or a changed default, e.g. of SGI, make
     the cell run again instead of being reused), on the same benchmark spec, seed and files
     (`files_fingerprint`), in the same precision, and on the same pixels and items where unbag
-    generates them (`per_category`: the plan's, None for the default)."""
+    generates them (`per_category`: the plan's, None for the default; `px`: the side it is drawn at
+    for this model, None for its world's)."""
     recorded_bench = res.get("benchmark", {})
     if recorded_bench.get("spec") != bench or res.get("seed") != seed or recorded_bench.get("files") != files:
         return False
     if res.get("config", {}).get("precision") != precision:
         return False
-    if any(recorded_bench.get(k) != v for k, v in benchmarks.stamp(bench, per_category).items()):
+    if any(recorded_bench.get(k) != v for k, v in benchmarks.stamp(bench, per_category, px).items()):
         return False  # made by another renderer, at another size or on other items
     from .protocols import build
 

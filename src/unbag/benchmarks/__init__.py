@@ -38,31 +38,47 @@ def _ctrl(path: str, world: str | None, seed: int):
 
 def _ctrl_item(path: str, item_id: str, seed: int, world: str | None = None) -> Benchmark:
     from . import ctrl
-    return ctrl.generated_item(item_id, seed, style=world) if not path else ctrl.load(path).only(item_id)
+    if not path or path.isdigit():
+        return ctrl.generated_item(item_id, seed, px=int(path) if path else None, style=world)
+    return ctrl.load(path).only(item_id)
 
 
-def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | None) -> Benchmark:
+def _ctrl_size(path: str, world: str | None, model_px: int | None) -> int | None:
+    """The side the generated ctrl is drawn at: the spec's (ctrl[@WORLD]:SIZE), else the model's
+    input side when it is larger than the world's (a real model reads pictures drawn at its own
+    size, not enlarged ones), else None (the world's)."""
+    if path.isdigit():
+        return int(path)
+    return model_px if model_px and model_px > world_of(world).px else None
+
+
+def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | None, px: int | None = None) -> Benchmark:
+    from ..world.styles import check_render
     from . import ctrl
-    if path:
-        if style is not None or per_category is not None:
+    if path and not path.isdigit():
+        if style is not None or per_category is not None or px is not None:
             raise UnbagError(f"ctrl:{path}: a built benchmark has the size and world it was built with; "
-                             "per_category and style (ctrl@WORLD) are for the generated ctrl")
+                             "per_category, style (ctrl@WORLD) and size (ctrl@WORLD:SIZE) are for the generated ctrl")
         return ctrl.load(path)
+    px = int(path) if path else px  # the spec's own size wins
+    if px is not None:
+        check_render(px)
     n = ctrl.DEFAULT_PER_CATEGORY if per_category is None else per_category
-    return ctrl.generated(seed=seed, per_category=n, style=style)
+    return ctrl.generated(seed=seed, per_category=n, px=px, style=style)
 
 
-def _render_stamp(path: str, world: str | None = None, per_category: int | None = None) -> dict:
+def _render_stamp(path: str, world: str | None = None, per_category: int | None = None, px: int | None = None) -> dict:
     """The world, renderer version and picture size of a generated benchmark (called for generated
     specs only: the files of one read from disk are fingerprinted instead)."""
     w = world_of(world)
-    return {"style": w.name, "render": w.render_version(), "size": w.px}
+    return {"style": w.name, "render": w.render_version(), "size": px or w.px}
 
 
-def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = None) -> dict:
-    """`_render_stamp` and the items per category and split of the generated ctrl."""
+def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = None, px: int | None = None) -> dict:
+    """`_render_stamp` at the side ctrl is drawn at, and its items per category and split."""
     from .ctrl import DEFAULT_PER_CATEGORY
-    return _render_stamp(path, world) | {"per_category": per_category or DEFAULT_PER_CATEGORY}
+    return _render_stamp(path, world, px=int(path) if path.isdigit() else px) | {
+        "per_category": per_category or DEFAULT_PER_CATEGORY}
 
 
 def _ctrl_sgi(path: str, world: str | None) -> dict:
@@ -87,6 +103,7 @@ def _ctrl_retrieval(path: str, world: str | None, seed: int):
         raise UnbagError(f"ctrl-retrieval:{path}: the part after ':' is the number of scenes")
     if path and int(path) < 1:
         raise UnbagError(f"ctrl-retrieval:{path}: the number of scenes must be >= 1")
+    # drawn at its world's size: its pictures are the training stream's (the model's own)
     return ctrl_retrieval(int(path) if path else 1000, px=size(world), style=world)
 
 
@@ -100,9 +117,11 @@ CTRL_GRID = Grid(
 EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
 
 BENCHMARKS: dict[str, Kind] = {
-    "ctrl": Kind(f"ctrl[@{'|@'.join(WORLDS)}] (generated) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
+    "ctrl": Kind(f"ctrl[@{'|@'.join(WORLDS)}][:SIZE] (generated; SIZE: its picture side, by default the model's input side "
+                 "when larger than the world's) | ctrl:DIR (built with `world build`)", _ctrl, needs_dir=False,
                  summary=Summary((), "", grid=CTRL_GRID), item=_ctrl_item, explain=EXPLAIN,
-                 sized=_ctrl_sized, stamp=_ctrl_stamp, worlds=True, sgi_of=_ctrl_sgi, pictures="world"),
+                 sized=_ctrl_sized, drawn_size=_ctrl_size, stamp=_ctrl_stamp, worlds=True, sgi_of=_ctrl_sgi,
+                 pictures="world"),
     "ctrl-retrieval": Kind(f"ctrl-retrieval[@{'|@'.join(WORLDS)}][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp, worlds=True),
@@ -167,14 +186,15 @@ def kind(spec: str) -> Kind:
 
 
 def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None,
-         outside_root: bool = False):
-    """Load the benchmark a spec names (`seed`: the world seed of generated ones; `per_category`
-    and `style`: the size, items per category and split, and the world, flat or 3d, of a generated
-    one). Its `spec` is the one given (image root included) and its `info` records the image root
-    and the files' fingerprint (`files_fingerprint`). Every image must lie inside the benchmark's
-    folder or image root once links are followed (an absolute path, `../` or a link out of them
-    is refused, naming the item), unless `outside_root`: then the result records it, and the
-    fingerprint covers those images too."""
+         outside_root: bool = False, px: int | None = None):
+    """Load the benchmark a spec names (`seed`: the world seed of generated ones; `per_category`,
+    `style` and `px`: the items per category and split, the world and the picture side of a
+    generated one; the spec's own side, ctrl@WORLD:SIZE, wins over `px`). Its `spec` is the one
+    given (image root included) and its `info` records the image root and the files' fingerprint
+    (`files_fingerprint`). Every image must lie inside the benchmark's folder or image root once
+    links are followed (an absolute path, `../` or a link out of them is refused, naming the
+    item), unless `outside_root`: then the result records it, and the fingerprint covers those
+    images too."""
     utils.at_least("seed", seed, 0)
     if per_category is not None:
         utils.at_least("per_category", per_category)
@@ -183,13 +203,13 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     if k.needs_dir and not path:
         raise UnbagError(f"benchmark {name} reads a local copy of its official release: use {k.form} "
                          "(layouts in docs/benchmarks.md)")
-    sized = per_category is not None or style is not None
+    sized = per_category is not None or style is not None or px is not None
     if sized and k.sized is None:
-        raise UnbagError(f"per_category and style make a generated benchmark "
+        raise UnbagError(f"per_category, style and px make a generated benchmark "
                          f"({', '.join(n for n, x in BENCHMARKS.items() if x.sized)}), not {spec!r}")
     if k.worlds and style is not None and third is not None and resolve(style) != third:
         raise UnbagError(f"benchmark {spec!r} with style {style!r}: two worlds named")
-    b = k.sized(path, seed, per_category, style or third) if sized else k.loader(path, third, seed)
+    b = k.sized(path, seed, per_category, style or third, px) if sized else k.loader(path, third, seed)
     b.spec = spec
     for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
         for j, c in enumerate(it.captions):
@@ -302,12 +322,21 @@ def generated(spec: str) -> bool:
     return not path or (not k.needs_dir and path.isdigit())
 
 
-def stamp(spec: str, per_category: int | None = None) -> dict:
+def stamp(spec: str, per_category: int | None = None, px: int | None = None) -> dict:
     """What a result made on the benchmark `spec` (generated with `per_category` items per
-    category and split, where it takes a number) must have recorded of its generator: its world,
-    renderer version, size and item count; {} where nothing is generated."""
+    category and split, where it takes a number, at side `px` where it was drawn at another than
+    its world's: `drawn_size`) must have recorded of its generator: its world, renderer version,
+    size and item count; {} where nothing is generated."""
     k, _, path, third = parse(spec)
-    return k.stamp(path, third, per_category) if k.stamp and generated(spec) else {}
+    return k.stamp(path, third, per_category, px) if k.stamp and generated(spec) else {}
+
+
+def drawn_size(spec: str, model_px: int | None) -> int | None:
+    """The picture side a generated benchmark is drawn at for a model whose input side is
+    `model_px` (`Kind.drawn_size`: ctrl at the model's side when larger than its world's, or the
+    spec's own); None: its world's (or not generated)."""
+    k, _, path, third = parse(spec)
+    return k.drawn_size(path, third, model_px) if k.drawn_size and generated(spec) else None
 
 
 def sized(spec: str) -> bool:

@@ -111,11 +111,15 @@ class Kind:
     item: Callable | None = None
     explain: tuple[str, ...] = ()
     # a generated benchmark of another size or world (spec's path, seed, items per category and
-    # split or None, style or None)
+    # split or None, style or None, picture side or None)
     sized: Callable | None = None
+    # the picture side a generated benchmark is drawn at for a model reading pictures of a given
+    # side (spec's path, world or None, the model's side or None -> side, or None for its world's)
+    drawn_size: Callable | None = None
     # what a generated benchmark records of its generator (spec's path, world or None, items per
-    # category and split or None -> info values): a result that recorded others was made in
-    # another world, by another renderer or on other items, and `unbag run` makes it again
+    # category and split or None, picture side or None -> info values): a result that recorded
+    # others was made in another world, by another renderer, at another size or on other items,
+    # and `unbag run` makes it again
     stamp: Callable | None = None
     # generated in any declared world: NAME@WORLD (plain NAME: the default world, world/styles.py);
     # its loader gets the world where others get their third part
