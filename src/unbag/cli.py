@@ -147,7 +147,7 @@ def _world_build(a: argparse.Namespace) -> None:
 
     out = build(a.out, seed=a.seed, per_category=a.per_category, px=a.size,
                 categories=a.categories.split(",") if a.categories else None, progress=not a.quiet,
-                overwrite=a.overwrite, style=a.style, procs=a.procs)
+                overwrite=a.overwrite, style=a.style, procs=a.procs, device=a.device)
     print(f"benchmark written to {out}")
 
 
@@ -299,6 +299,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     b.add_argument("--procs", type=int, default=render_procs(),
                    help="rendering processes, for a world that pays for them (the same bytes for any number; "
                    "default: the CPU count, at most 8)")
+    b.add_argument("--device", default="cpu", help="cpu | cuda: where the 3D world's ray caster runs (cuda: one "
+                   "process; the same pictures up to float rounding, docs/world3d.md)")
     b.add_argument("--quiet", action="store_true")
     _add_overwrite(b)
     b.set_defaults(fn=_world_build)

@@ -234,14 +234,14 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     protocols.lookup(protocol)  # an unknown protocol is refused before a benchmark is generated or read
     from . import dist
     backend = None
-    if isinstance(bench, str) and benchmarks.drawn_size(bench, None) is None and benchmarks.kind(bench).drawn_size \
-            and benchmarks.generated(bench):
-        # a generated benchmark drawn at the model's input side: the model is loaded first
+    if isinstance(bench, str) and benchmarks.sized(bench):
+        # a generated benchmark, drawn at the model's input side (ctrl) on the evaluation's device:
+        # the model is loaded first
         rank, world_size, device = dist.init(str(model.device if isinstance(model, Backend) else device))
         backend = model if isinstance(model, Backend) else models.load(model, device=device)
         t0 = time.perf_counter()
         bench = benchmarks.load(bench, seed=seed, outside_root=images_outside_root,
-                                px=benchmarks.drawn_size(bench, min(backend.image_size)))
+                                px=benchmarks.drawn_size(bench, min(backend.image_size)), device=str(backend.device))
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else \
         benchmarks.load(bench, seed=seed, outside_root=images_outside_root)
     spec = model.spec if isinstance(model, Backend) else model

@@ -217,7 +217,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                     while len(loaded) >= KEEP_LOADED:  # keep the last few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
                     loaded[(spec, px)] = benchmarks.load(spec, seed=seed, per_category=sizes[spec], outside_root=outside,
-                                                         px=px)
+                                                         px=px, device=str(backend.device))
                 res = evaluate(backend, loaded[(spec, px)], protocol=protocol, out=str(dest), seed=seed,
                                progress=False, options=options, precision=precision, cache=cache,
                                cell=planned_cell, overwrite=True)  # the run folder's results are unbag's

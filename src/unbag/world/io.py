@@ -71,32 +71,38 @@ def generate(seed: int, per_category: int, categories: list[str] | None = None):
 
 def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: int | None = None,
           categories: list[str] | None = None, progress: bool = True, overwrite: bool = False,
-          style: str | None = None, procs: int = 1) -> Path:
+          style: str | None = None, procs: int = 1, device: str | None = None) -> Path:
     """Write the benchmark to `out` atomically (a failed build leaves nothing behind) in the world
     `style` (a world/worlds/ name; None: the default world) at px (None: the world's size);
-    3d renders CLEVR scenes over `procs` processes (the same bytes for any number)."""
+    3d renders CLEVR scenes over `procs` processes (the same bytes for any number), or on a GPU
+    `device` (the same pictures up to float rounding)."""
     from ..errors import UnbagError
     from ..utils import at_least
     px = size(style) if px is None else px
+    if device is not None and not str(device).startswith("cpu"):
+        import torch
+        if not torch.cuda.is_available():
+            raise UnbagError(f"--device {device}: no CUDA device here (torch {torch.__version__}); use --device cpu")
     procs = check_render(px, procs, seed)
     at_least("per_category", per_category)
     categories = list(categories or CATEGORIES)
     for c in categories:
         if c not in CATEGORIES:
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
-    return world(style).part("build")(out, seed, per_category, px, categories, progress, overwrite, procs)
+    return world(style).part("build")(out, seed, per_category, px, categories, progress, overwrite, procs, device)
 
 
-def flat_item(job: tuple[int, str, str, int, int]) -> tuple:
-    """(item, [its two pictures], its record fields) of one flat SWAP item (worlds/__init__.py)."""
-    seed, split, cat, index, px = job
+def flat_item(job: tuple) -> tuple:
+    """(item, [its two pictures], its record fields) of one flat SWAP item (worlds/__init__.py;
+    drawn with PIL on the CPU whatever device the job names)."""
+    seed, split, cat, index, px = job[:5]
     item = build_item(seed, split, cat, index)
     rec = item_record(item, px, [])
     return item, [render(s, px) for s in item.scenes], {k: rec[k] for k in ("segments", "objects", "held_out")}
 
 
 def build_flat(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,
-               procs: int = 1) -> Path:
+               procs: int = 1, device: str | None = None) -> Path:
     """The flat world's `build` (format version 1; drawn here: a flat picture costs ~1 ms)."""
     total = len(SPLITS) * len(categories) * per_category
     with atomic_dir(out, "world build", overwrite) as tmp:
@@ -142,49 +148,51 @@ def mask_png(inst: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def render_item3d(job: tuple[int, str, str, int, int]):
-    """(item, [image PNG bytes], [mask PNG bytes]) of one 3D item, rendered on one torch thread
-    (a thread count changes how torch sums, so every build uses one per process)."""
+def render_item3d(job: tuple) -> tuple:
+    """(item, [image PNG bytes], [mask PNG bytes]) of one 3D item (`item3d`'s job), what `build3d`
+    writes."""
+    item, images, _ = item3d(job)
+    return item, [png_bytes(im) for im in images], [mask_png(m) for m in item.instances]
+
+
+def item3d(job: tuple) -> tuple:
+    """(item, [its two pictures], its record fields) of one 3D SWAP item (worlds/__init__.py;
+    job: seed, split, category, index, px[, device]), built and drawn on one torch thread (a
+    thread count changes how torch sums, so every build uses one per process); on a GPU device the
+    pictures are the same up to float rounding."""
     import torch
 
-    from .render3d import shaded
+    from .render3d import picture
     from .swap3d import build_item as build3d_item
-    seed, split, cat, index, px = job
+    seed, split, cat, index, px = job[:5]
+    device = job[5] if len(job) > 5 else None
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         item = build3d_item(seed, split, cat, index, px)
-        return item, [png_bytes(shaded(s, px)) for s in item.scenes], [mask_png(m) for m in item.instances]
+        images = [picture(s, px, device) for s in item.scenes]
     finally:
         torch.set_num_threads(before)
-
-
-def item3d(job: tuple[int, str, str, int, int]) -> tuple:
-    """(item, [its two pictures], its record fields) of one 3D SWAP item (worlds/__init__.py),
-    drawn on one torch thread: the pixels `build3d` writes."""
-    from .render3d import picture
-    from .swap3d import build_item as build3d_item
-    seed, split, cat, index, px = job
-    item = build3d_item(seed, split, cat, index, px)
     rec = item3d_record(item, [], [])
-    return item, [picture(s, px) for s in item.scenes], {k: rec[k] for k in ("segments", "objects", "held_out", "scenes")}
+    return item, images, {k: rec[k] for k in ("segments", "objects", "held_out", "scenes")}
 
 
-def items3d(seed: int, per_category: int, px: int, categories: list[str], procs: int = 1):
-    """Yield (item, image PNGs, mask PNGs) in file order, rendered over `procs` processes."""
-    jobs = [(seed, split, cat, i, px) for split in SPLITS for cat in categories for i in range(per_category)]
-    yield from ordered_map(render_item3d, jobs, procs)
+def items3d(seed: int, per_category: int, px: int, categories: list[str], procs: int = 1, device: str | None = None):
+    """Yield (item, image PNGs, mask PNGs) in file order, rendered over `procs` processes (one on a
+    GPU `device`)."""
+    jobs = [(seed, split, cat, i, px, device) for split in SPLITS for cat in categories for i in range(per_category)]
+    yield from ordered_map(render_item3d, jobs, 1 if device and not str(device).startswith("cpu") else procs)
 
 
 def build3d(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,
-            procs: int = 1) -> Path:
+            procs: int = 1, device: str | None = None) -> Path:
     """The 3D style of `build` (format version 2)."""
     total = len(SPLITS) * len(categories) * per_category
     with atomic_dir(out, "world build", overwrite) as tmp:
         (tmp / "images").mkdir()
         (tmp / "masks").mkdir()
         lines = []
-        for item, images, masks in track(items3d(seed, per_category, px, categories, procs), total=total,
+        for item, images, masks in track(items3d(seed, per_category, px, categories, procs, device), total=total,
                                          description="world build (3d)", disable=not progress):
             paths = [f"images/{item.id}_{k}.png" for k in range(2)]
             mpaths = [f"masks/{item.id}_{k}.png" for k in range(2)]

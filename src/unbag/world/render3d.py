@@ -295,8 +295,11 @@ def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
     return out
 
 
-def picture(scene: Scene3D, px: int = PX_3D) -> np.ndarray:
-    """The RGB picture of a scene rendered on one torch thread (the same bytes in any process)."""
+def picture(scene: Scene3D, px: int = PX_3D, device: str | None = None) -> np.ndarray:
+    """The RGB picture of a scene rendered on one torch thread (the same bytes in any process), or
+    on `device` (a GPU: the same picture up to float rounding)."""
+    if device is not None and torch.device(device).type != "cpu":
+        return shaded(scene, px, device=device)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -310,8 +313,14 @@ def render(scene: Scene3D, px: int = PX_3D, supersample: int = 2) -> tuple[np.nd
     return shaded(scene, px, supersample), instances(scene, px)
 
 
-def shaded(scene: Scene3D, px: int = PX_3D, supersample: int = 2) -> np.ndarray:
-    """The RGB picture alone, uint8 [px, px, 3] (`supersample`^2 rays a pixel, averaged)."""
+def shaded(scene: Scene3D, px: int = PX_3D, supersample: int = 2, device: str | None = None) -> np.ndarray:
+    """The RGB picture alone, uint8 [px, px, 3] (`supersample`^2 rays a pixel, averaged), traced
+    on `device` (None: the CPU): every tensor below is made there."""
+    with torch.device(device or "cpu"):
+        return _shaded(scene, px, supersample)
+
+
+def _shaded(scene: Scene3D, px: int, supersample: int) -> np.ndarray:
     g = _objects(scene)
     fwd, right, up = (v.float() for v in scene.camera.basis())
     s = px * supersample
@@ -325,7 +334,7 @@ def shaded(scene: Scene3D, px: int = PX_3D, supersample: int = 2) -> np.ndarray:
     key = lights[0][0] / lights[0][0].norm()
     rgb = _radiance(o, d, g, scene, lights, key, bounce=True)
     img = rgb.reshape(px, supersample, px, supersample, 3).mean((1, 3))
-    return (img.clamp(0, 1) ** (1 / 2.2) * 255).round().to(torch.uint8).numpy()
+    return (img.clamp(0, 1) ** (1 / 2.2) * 255).round().to(torch.uint8).cpu().numpy()
 
 
 def instances(scene: Scene3D, px: int) -> np.ndarray:

@@ -60,18 +60,20 @@ class World:
         values = self.part("swap").VALUES
         return tuple(values["size"]), tuple(values["color"]), tuple(values["material"])
 
-    def swap_item(self, seed: int, split: str, category: str, index: int, px: int) -> tuple:
-        """(SwapItem, its two pictures [px, px, 3] uint8, its record fields) of one SWAP item."""
-        return self.part("item")((seed, split, category, index, px))
+    def swap_item(self, seed: int, split: str, category: str, index: int, px: int, device: str | None = None) -> tuple:
+        """(SwapItem, its two pictures [px, px, 3] uint8, its record fields) of one SWAP item (drawn
+        on `device` where the world's renderer runs on torch; None: the CPU)."""
+        return self.part("item")((seed, split, category, index, px, device))
 
     def swap_items(self, seed: int, per_category: int, px: int, categories: list[str] | None = None,
-                   procs: int = 1, split: str | None = None) -> Iterator[tuple]:
+                   procs: int = 1, split: str | None = None, device: str | None = None) -> Iterator[tuple]:
         """`swap_item` of every item in file order (split, category, index), over `procs` processes
-        (the same bytes for any number)."""
+        (the same bytes for any number; one process on a GPU device)."""
         cats = [c for c in self.categories() if categories is None or c in categories]
-        jobs = [(seed, s, c, i, px) for s in ([split] if split else self.splits()) for c in cats
+        jobs = [(seed, s, c, i, px, device) for s in ([split] if split else self.splits()) for c in cats
                 for i in range(per_category)]
-        yield from ordered_map(self.part("item"), jobs, procs)
+        on_gpu = device is not None and not str(device).startswith("cpu")
+        yield from ordered_map(self.part("item"), jobs, 1 if on_gpu else procs)
 
     def object_boxes(self, scene, px: int) -> list:
         return self.part("boxes")(scene, px)
