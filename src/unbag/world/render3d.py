@@ -316,20 +316,26 @@ def render(scene: Scene3D, px: int = PX_3D, supersample: int = 2) -> tuple[np.nd
 def shaded(scene: Scene3D, px: int = PX_3D, supersample: int = 2, device: str | None = None) -> np.ndarray:
     """The RGB picture alone, uint8 [px, px, 3] (`supersample`^2 rays a pixel, averaged), traced
     on `device` (None: the CPU): every tensor below is made there."""
-    with torch.device(device or "cpu"):
+    if device is None or torch.device(device).type == "cpu":
+        return _shaded(scene, px, supersample)  # no device mode: it costs a Python call per torch op
+    with torch.device(device):
         return _shaded(scene, px, supersample)
+
+
+def _rays(scene: Scene3D, side: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(origins, unit directions) [side * side, 3] of the rays through the centres of a side x side grid."""
+    fwd, right, up = (v.float() for v in scene.camera.basis())
+    f = (side / 2) / math.tan(scene.camera.fov / 2)
+    k = (torch.arange(side, dtype=torch.float32) + 0.5 - side / 2) / f
+    yy, xx = torch.meshgrid(-k, k, indexing="ij")
+    d = fwd[None] + xx.reshape(-1, 1) * right[None] + yy.reshape(-1, 1) * up[None]
+    d = d / d.norm(dim=-1, keepdim=True)
+    return torch.tensor(scene.camera.position, dtype=torch.float32).expand_as(d), d
 
 
 def _shaded(scene: Scene3D, px: int, supersample: int) -> np.ndarray:
     g = _objects(scene)
-    fwd, right, up = (v.float() for v in scene.camera.basis())
-    s = px * supersample
-    f = (s / 2) / math.tan(scene.camera.fov / 2)
-    k = (torch.arange(s, dtype=torch.float32) + 0.5 - s / 2) / f
-    yy, xx = torch.meshgrid(-k, k, indexing="ij")
-    d = fwd[None] + xx.reshape(-1, 1) * right[None] + yy.reshape(-1, 1) * up[None]
-    d = d / d.norm(dim=-1, keepdim=True)
-    o = torch.tensor(scene.camera.position, dtype=torch.float32).expand_as(d)
+    o, d = _rays(scene, px * supersample)
     lights = [(torch.tensor(lt.position, dtype=torch.float32), lt.intensity) for lt in scene.lights]
     key = lights[0][0] / lights[0][0].norm()
     rgb = _radiance(o, d, g, scene, lights, key, bounce=True)
