@@ -333,7 +333,7 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
-                   "pretraining-siblings] (the default world) | world@WORLD[:DIST] | pool:DIR | csv:PATH | "
+                   "pretraining-siblings] (the default world) | world@WORLD[:DIST] | pool:DIR | csv:PATH | coco:ANNOTATIONS[:IMAGES] | "
                    "jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR for the heads")
     if methods:
         _add_head_options(t)
@@ -403,7 +403,7 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
                    "world[@WORLD][:DIST] | pool:DIR (samples and their twins) | swaps[@WORLD] (in-distribution SWAP "
                    "items of the default world or WORLD) | caption data as "
-                   "`train` reads it: csv:PATH | jsonl:PATH | "
+                   "`train` reads it: csv:PATH | jsonl:PATH | coco:ANNOTATIONS[:IMAGES] | "
                    "wds:URLS | degla:FILE[:IMAGE_DIR] (each caption with a hard negative: the file's own, "
                    "else unbag's typed negatives)")
     f.add_argument("--seed", type=int, default=None, help="the stream's or the items' seed (default: world 1, "

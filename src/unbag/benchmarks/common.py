@@ -78,6 +78,30 @@ def caption_rows(path: Path) -> list[tuple[Path, list[str]]]:
     return list(_csv_rows(path) if path.suffix == ".csv" else _jsonl_rows(path))
 
 
+def coco_rows(annotations: Path, images: Path | None = None) -> list[tuple[Path, list[str]]]:
+    """(image path, its captions) per image of a COCO captions file (captions_train2017.json:
+    images [{id, file_name}], annotations [{image_id, caption}]), images under `images` (default:
+    the file's folder), in the file's image order; errors name the file and the entry."""
+    annotations = Path(annotations)
+    data = read_json(annotations)
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list) or not isinstance(data.get("annotations"), list):
+        raise UnbagError(f"{annotations}: expected COCO captions JSON with lists 'images' and 'annotations'")
+    root = Path(images) if images else annotations.parent
+    files: dict = {}
+    for n, im in enumerate(data["images"]):
+        if not isinstance(im, dict) or "id" not in im or not isinstance(im.get("file_name"), str):
+            raise UnbagError(f"{annotations}: images[{n}] needs 'id' and 'file_name'")
+        files[im["id"]] = im["file_name"]
+    caps: dict = {}
+    for n, a in enumerate(data["annotations"]):
+        if not isinstance(a, dict) or a.get("image_id") not in files:
+            raise UnbagError(f"{annotations}: annotations[{n}]: 'image_id' names no image of the file")
+        if not isinstance(a.get("caption"), str) or not a["caption"].strip():
+            raise UnbagError(f"{annotations}: annotations[{n}]: field 'caption' should be a non-empty string")
+        caps.setdefault(a["image_id"], []).append(a["caption"].strip())
+    return [(root / files[i], caps[i]) for i in files if i in caps]
+
+
 def _jsonl_rows(path: Path):
     for line, obj in read_jsonl(path):
         if "image" not in obj:

@@ -28,7 +28,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 
 from ..benchmarks.base import load_image
-from ..benchmarks.common import caption_rows, read_json
+from ..benchmarks.common import caption_rows, coco_rows, read_json
 from ..errors import UnbagError
 from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
@@ -188,6 +188,17 @@ class FileSource:
         return Record(im, self.rows[i][1])
 
 
+class CocoSource(FileSource):
+    """COCO's captions file (`coco:ANNOTATIONS[:IMAGES]`): each image with all of its captions."""
+
+    def __init__(self, path: str, seed: int, image_dir: str | None = None):
+        self.image_dir = image_dir
+        super().__init__(path, seed)
+
+    def _read(self):
+        return coco_rows(self.path, self.image_dir)
+
+
 class DeGLASource(FileSource):
     """DeGLA's negatives file: each entry's caption, its enhanced negatives and its image."""
 
@@ -278,7 +289,7 @@ class TrainBatches(IterableDataset):
         if objects and self.spec.kind != "world":
             raise UnbagError(f"{data}: this method trains on single objects cut out of the pictures, which "
                              f"needs the scenes behind them: use a world stream (world:, world3d:) or a pool:")
-        if self.spec.kind in ("file", "negatives"):
+        if self.spec.kind in ("file", "negatives", "coco"):
             rows = len(self._source().rows)  # fail early, in the main process
             if batch_size > rows:
                 raise UnbagError(f"batch size {batch_size} is larger than the {rows} rows of {data}: each image "
@@ -378,11 +389,11 @@ class TrainBatches(IterableDataset):
 class DataSpec:
     """A training data spec, parsed once: what kind of source it names and its parts."""
     text: str
-    kind: str  # world (a stream or a pool) | file | webdataset | negatives (DeGLA's layout)
+    kind: str  # world (a stream or a pool) | file | coco (COCO's captions file) | webdataset | negatives (DeGLA's layout)
     style: str = ""  # world: its name (world/worlds/)
     dist: str | None = None  # world: the stream's distribution (None: a pool's own)
     path: str = ""  # the pool folder, caption file, shard URLs or negatives file
-    image_dir: str | None = None  # negatives: the COCO image folder
+    image_dir: str | None = None  # negatives, coco: the COCO image folder
 
 
 def _pool(data: str, path: str) -> DataSpec:
@@ -401,6 +412,7 @@ DATA_FORMS = {
     "pool": _pool,  # a rendered 3D pool (world/pool3d.py)
     "wds": lambda data, rest: DataSpec(data, "webdataset", path=rest),
     "degla": _negatives,  # DeGLA's released negatives layout
+    "coco": lambda data, rest: DataSpec(data, "coco", path=rest.partition(":")[0], image_dir=rest.partition(":")[2] or None),
     "csv": lambda data, rest: DataSpec(data, "file", path=rest),
     "jsonl": lambda data, rest: DataSpec(data, "file", path=rest),
 }
@@ -416,7 +428,7 @@ def parse_data(data: str) -> DataSpec:
     if data.endswith((".csv", ".jsonl")):
         return DataSpec(data, "file", path=data)
     raise UnbagError(f"unknown training data {data!r}; use world[@WORLD][:DIST], pool:DIR, csv:PATH, "
-                     "jsonl:PATH, wds:URLS or degla:FILE[:IMAGE_DIR]")
+                     "jsonl:PATH, coco:ANNOTATIONS[:IMAGES], wds:URLS or degla:FILE[:IMAGE_DIR]")
 
 
 def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
@@ -427,6 +439,8 @@ def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
         return DeGLASource(spec.path, seed, spec.image_dir)
     if spec.kind == "file":
         return FileSource(spec.path, seed)
+    if spec.kind == "coco":
+        return CocoSource(spec.path, seed, spec.image_dir)
     raise UnbagError(f"{spec.text}: a webdataset stream has no record source; read it with wds_records")
 
 
