@@ -101,7 +101,10 @@ def test_eval_over_several_datasets_and_the_general_ability_row(tmp_path, imagef
     rep = write_report(files, tmp_path / "rep")
     page = (rep / "index.html").read_text()
     assert "General ability: zero-shot top-1" in page
-    assert f"<td>{100 * sum(tops) / 2:.1f}</td>" in page  # the mean over the two datasets
+    # the mean over the two datasets, its half-width the two intervals' in quadrature, halved
+    halves = [(lambda iv: (iv[1] - iv[0]) / 2)(json.loads(f.read_text())["intervals"]["all/zeroshot/top1"]) for f in files]
+    half = (halves[0] ** 2 + halves[1] ** 2) ** 0.5 / 2
+    assert f'<td>{100 * sum(tops) / 2:.1f}<span class="pm"> ±{100 * half:.1f}</span></td>' in page
 
 
 def test_precision_is_a_flag_and_recorded(imagefolder_dir):
