@@ -606,3 +606,22 @@ def cola_dir(tmp_path_factory):
           [labels, [[f"images/{k}.jpg", [int(k in (4, 5) if c == 0 else k == c) for c in range(3)], [1, 1, 1]]
                     for k in range(6)]])
     return root
+
+
+@pytest.fixture
+def coco_captions(tmp_path):
+    """A COCO captions file laid out as captions_train2017.json, its images apart in train2017/."""
+    (tmp_path / "train2017").mkdir()
+    images, anns = [], []
+    for i in range(8):
+        name = f"{i:012d}.jpg"
+        arr = np.full((48, 64, 3), 30 * i, np.uint8)
+        arr[10:30, 10 + 4 * i:30 + 4 * i] = (200, 40, 40)
+        Image.fromarray(arr).save(tmp_path / "train2017" / name)
+        images.append({"id": 100 + i, "file_name": name, "height": 48, "width": 64})
+        anns += [{"id": 2 * i, "image_id": 100 + i, "caption": f"a red square on grey number {i}"},
+                 {"id": 2 * i + 1, "image_id": 100 + i, "caption": f"a grey picture {i} with a red block"}]
+    ann = tmp_path / "annotations" / "captions_train2017.json"
+    ann.parent.mkdir()
+    ann.write_text(json.dumps({"images": images, "annotations": anns}))
+    return f"coco:{ann}:{tmp_path / 'train2017'}"

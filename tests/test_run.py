@@ -207,3 +207,40 @@ def test_explanations_are_drawn_once_per_setup(tmp_path, monkeypatch):
     write_explanations(tmp_path, "builtin", "ctrl", ["ood-color-0000"], 0, "sgi", {"regions": "grid"})
     assert json.loads((out / "index.json").read_text())[0]["setup"]["options"]["regions"] == "grid"
     assert (out / "ood-color-0000.png").read_bytes() != before
+
+
+@pytest.mark.slow
+def test_a_plan_trains_a_head_on_caption_data_and_scores_with_it(tiny_bench, coco_captions, tmp_path):
+    from unbag import models
+
+    tiny = models.load("open_clip:unbag-tiny@random").save(tmp_path / "tiny")
+    plan = tmp_path / "plan.toml"
+    head = '[train.tfl]\nmethod = "tflocal"\nmodel = "tiny"\ndata = "' + coco_captions + '"\nn = 8\nsteps = {steps}\nbatch_size = 4\n'
+    body = (f'out = "{tmp_path / "out"}"\n[models]\ntiny = "{tiny}"\n[benchmarks]\nctrl = "ctrl:{tiny_bench}"\n'
+            '[protocols]\nglobal = "global"\nTFL = { protocol = "head:train.tfl", models = ["tiny"] }\n')
+    plan.write_text(body + head.format(steps=2))
+    got = run_plan(plan, progress=False)
+    cells = {r["cell"]["protocol"]: r for r in got}
+    assert set(cells) == {"global", "TFL"}
+    assert cells["TFL"]["config"]["options"]["head"]["kind"] == "tflocal" and cells["TFL"]["recipe"] == "paper"
+    trained = tmp_path / "out" / "train" / "tfl"
+    made = (trained / "head" / "head.json").stat().st_mtime_ns
+    feats = (trained / "features" / "index.json").stat().st_mtime_ns
+    run_plan(plan, progress=False)  # unchanged: the head and its cell are reused
+    assert (trained / "head" / "head.json").stat().st_mtime_ns == made
+    plan.write_text(body + head.format(steps=3))  # a head option changed: trained again, on the same features
+    again = {r["cell"]["protocol"]: r for r in run_plan(plan, progress=False)}
+    assert (trained / "head" / "head.json").stat().st_mtime_ns != made
+    assert (trained / "features" / "index.json").stat().st_mtime_ns == feats
+    assert again["TFL"]["config"]["options"]["head_id"] != cells["TFL"]["config"]["options"]["head_id"]
+
+
+def test_a_protocol_naming_no_trained_head_is_refused(tmp_path):
+    p = tmp_path / "p.toml"
+    p.write_text("[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\nh = 'head:train.nope'\n")
+    with pytest.raises(UnbagError, match="protocols.h: 'head:train.nope' names no head"):
+        run_plan(p, progress=False)
+    p.write_text("[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\ng = 'global'\n"
+                 "[train.t]\nmethod = 'tflocal'\nmodel = 'builtin'\n")
+    with pytest.raises(UnbagError, match="train.t: field 'data'"):
+        run_plan(p, progress=False)

@@ -185,39 +185,10 @@ def features(model: "str | Backend", data: str, out: str | os.PathLike, *, n: in
     COCO), each caption with a hard negative. `regions=False`: no region features (TFRegions needs
     them; on photos they cost SGI's region search per image). A folder `out` that holds files unbag
     did not write is refused unless `overwrite`."""
-    from .heads.extract import SWAPS, extract_captions, extract_swaps, extract_world
-    from .training.data import parse_data
-    from .world.stream import is_stream
-    from .world.styles import split_world
+    from .heads.extract import extract
     check_out(out, "features", overwrite, inputs=_paths_in(data) + (_paths_in(model) if isinstance(model, str) else []))
-    at_least("n", n)
-    head, _, rest = data.partition(":")
-    swaps = split_world(data, (SWAPS,), "feature data")
-    if (is_stream(data) or swaps) and rest.isdigit():
-        raise UnbagError(f"feature data {data!r}: a seed is given apart: data={head!r}, seed={rest} "
-                         f"(unbag features --data {head} --seed {rest}); after ':' a world names its distribution")
-    if swaps:
-        if swaps[2]:
-            raise UnbagError(f"feature data {data!r}: swaps[@WORLD] takes nothing after ':'")
-        kind = "swaps"
-    else:
-        try:
-            kind = parse_data(data).kind
-        except UnbagError as e:
-            raise UnbagError(f"unknown feature data {data!r}; available: world[@WORLD][:DIST], "
-                             f"pool:DIR, swaps[@WORLD], csv:PATH, jsonl:PATH, wds:URLS, "
-                             f"degla:FILE[:IMAGE_DIR] ({e})") from None
-    if kind not in ("world", "swaps"):
-        return Path(extract_captions(_backend(model, device), out, data, n=n, seed=seed or 0, regions=regions,
-                                     progress=progress, overwrite=overwrite))
-    if not regions:
-        raise UnbagError("regions=False is for caption data; world and swaps caches always hold regions")
-    backend = _backend(model, device)
-    if kind == "swaps":
-        return Path(extract_swaps(backend, out, n=n, seed=1000 if seed is None else seed,
-                                  style=swaps[1], progress=progress, overwrite=overwrite))
-    return Path(extract_world(backend, out, n=n, seed=1 if seed is None else seed, data=data, progress=progress,
-                              overwrite=overwrite))
+    return extract(lambda: _backend(model, device), out, data, n=n, seed=seed, regions=regions, progress=progress,
+                   overwrite=overwrite)
 
 
 def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None = "cpu",
@@ -262,22 +233,11 @@ def train(method: str, model: "str | None" = None, data: str | os.PathLike = "wo
 
 def _train_head(method: str, model: str | None, data: str, out: Path, progress: bool, hp: dict,
                 overwrite: bool) -> Path:
-    from dataclasses import fields
-
-    from .heads import HeadConfig, head_class
-    from .heads.cache import FeatureCache
-    from .heads.train import HeadTrainConfig, train_head
-    arch = {f.name for f in fields(HeadConfig)} - {"kind", "dim", "patches"}
-    run = {f.name for f in fields(HeadTrainConfig)} - {"head"}
-    unknown = sorted(set(hp) - arch - run)
-    if unknown:
-        raise UnbagError(f"unknown options for head {method}: {', '.join(unknown)}; heads take "
-                         f"{', '.join(sorted(arch | run))}")
-    head = HeadConfig(kind=method, **{k: v for k, v in hp.items() if k in arch})
-    head_class(method).check_config(head)
+    from .heads.train import head_config, train_head
+    cfg = head_config(method, hp)
     if model is not None:
+        from .heads.cache import FeatureCache
         FeatureCache(data, _backend(model, "cpu"))  # refuses a cache made with other weights
-    cfg = HeadTrainConfig(head=head, **{k: v for k, v in hp.items() if k in run})
     return Path(train_head(data, cfg, out, progress=progress, overwrite=overwrite))
 
 

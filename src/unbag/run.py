@@ -140,14 +140,66 @@ def check_plan(path: Path, plan: dict) -> None:
             protocols_.lookup(value if isinstance(value, str) else value["protocol"])
         except UnbagError as e:
             raise UnbagError(f"{path}: protocols.{name}: {e}") from None
+    from .heads import HEADS
+    from .heads.train import head_config
     for name, table in plan.get("train", {}).items():
         if not isinstance(table, dict):
             raise UnbagError(f"{path}: train.{name}: a table of the method and its options")
         opts = dict(table)
+        method = opts.pop("method", "clip")
         try:
-            TrainConfig.for_method(opts.pop("method", "clip"), **opts)
+            if method in HEADS:  # a head: its backbone, the data its features come from, its options
+                for key in HEAD_ENTRY:
+                    if key in ("model", "data") and not isinstance(opts.get(key), str):
+                        raise UnbagError(f"field {key!r} (a string) is required for a head")
+                head_config(method, {k: v for k, v in opts.items() if k not in HEAD_ENTRY})
+            else:
+                TrainConfig.for_method(method, **opts)
         except UnbagError as e:
             raise UnbagError(f"{path}: train.{name}: {e}") from None
+    heads = {n for n, t in plan.get("train", {}).items() if isinstance(t, dict) and t.get("method") in HEADS}
+    for name, value in plan["protocols"].items():
+        spec = value if isinstance(value, str) else value["protocol"]
+        if spec.startswith(TRAINED_HEAD) and spec[len(TRAINED_HEAD):] not in heads:
+            raise UnbagError(f"{path}: protocols.{name}: {spec!r} names no head of the plan's [train.NAME] tables "
+                             f"({', '.join(sorted(heads)) or 'none'})")
+
+
+TRAINED_HEAD = "head:train."  # a protocol scoring with the head a [train.NAME] table trains
+HEAD_ENTRY = ("model", "data", "n", "seed")  # a head table's fields besides the head's own options
+
+
+def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, model_specs: dict) -> Path:
+    """Train a [train.NAME] head once: the frozen features of its `data` on its `model` (a spec, or
+    a plan model's name) cached in OUT/train/NAME/features, then the head in OUT/train/NAME/head;
+    reused while the table is unchanged; a changed table trains the head again, on the same
+    features while the model, data, n and seed are unchanged."""
+    from . import models
+    from .heads import head_class
+    from .heads.extract import extract, is_caption_data
+    from .heads.train import head_config, train_head
+
+    out = root / "train" / name
+    opts = dict(table)
+    method = opts.pop("method")
+    model = model_specs.get(opts["model"], opts["model"])
+    entry = {"method": method, **opts, "model": model}
+    record = out / "entry.json"
+    saved = json.loads(record.read_text()) if record.is_file() else None
+    if saved == entry and (out / "head" / "head.json").is_file():
+        return out / "head"
+    out.mkdir(parents=True, exist_ok=True)
+    features = out / "features"
+    # photos' region features cost SGI's region search per image: cached only for a head that reads them
+    regions = head_class(method).attends == "regions" or not is_caption_data(opts["data"])
+    same = saved is not None and all(saved.get(k) == entry.get(k) for k in HEAD_ENTRY) and saved["method"] == method
+    if not (same and (features / "index.json").is_file()):  # each replaces only its own earlier output
+        features = extract(lambda: models.load(model, device=device), features, opts["data"],
+                           n=int(opts.get("n", 20000)), seed=opts.get("seed"), regions=regions, progress=progress)
+    cfg = head_config(method, {k: v for k, v in opts.items() if k not in HEAD_ENTRY})
+    head = train_head(features, cfg, out / "head", progress=progress)
+    atomic_write(record, json.dumps(entry, indent=2) + "\n")
+    return Path(head)
 
 
 def run_folder(root: Path) -> Path:
@@ -175,8 +227,13 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     atomic_write(root / "plan.toml", Path(path).read_text())
     outside = bool(plan.get("images_outside_root", False))
     model_specs = dict(plan.get("models", {}))
+    from .heads import HEADS
+    trained_heads = {}
     for name, table in plan.get("train", {}).items():
-        model_specs[name] = str(train_entry(name, table, root, progress, device))
+        if table.get("method") in HEADS:
+            trained_heads[name] = head_entry(name, table, root, progress, device, model_specs)
+        else:
+            model_specs[name] = str(train_entry(name, table, root, progress, device))
     seed = int(plan.get("seed", 0))
     # items per category and split of the generated benchmarks that take a number (ctrl)
     sizes = {spec: plan.get("per_category") if benchmarks.sized(spec) else None
@@ -185,6 +242,8 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     protocols = {p: (v, {}) if isinstance(v, str) else
                  (v["protocol"], {k: x for k, x in v.items() if k not in ("protocol", "models")})
                  for p, v in plan["protocols"].items()}
+    protocols = {p: (f"head:{trained_heads[v[len(TRAINED_HEAD):]]}" if v.startswith(TRAINED_HEAD) else v, o)
+                 for p, (v, o) in protocols.items()}
     only = {p: v["models"] for p, v in plan["protocols"].items() if isinstance(v, dict) and "models" in v}
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
              if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))

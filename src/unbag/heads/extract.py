@@ -5,7 +5,7 @@ import itertools
 import json
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -156,3 +156,50 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
                                                          "negatives": negatives})
         (tmp / "index.json").write_text(json.dumps(index, indent=2) + "\n")
     return Path(out)
+
+
+def extract(backend: Callable[[], Backend], out: str | os.PathLike, data: str, n: int = 20000,
+            seed: int | None = None, regions: bool = True, progress: bool = True, overwrite: bool = False) -> Path:
+    """`unbag features`: the cache of `data` (a world stream or pool, swaps[@WORLD], or caption data
+    as the trainer reads it), its spec checked before `backend()` loads the model."""
+    from ..training.data import parse_data
+    from ..utils import at_least
+    from ..world.stream import is_stream
+    from ..world.styles import split_world
+    at_least("n", n)
+    head, _, rest = data.partition(":")
+    swaps = split_world(data, (SWAPS,), "feature data")
+    if (is_stream(data) or swaps) and rest.isdigit():
+        raise UnbagError(f"feature data {data!r}: a seed is given apart: data={head!r}, seed={rest} "
+                         f"(unbag features --data {head} --seed {rest}); after ':' a world names its distribution")
+    if swaps:
+        if swaps[2]:
+            raise UnbagError(f"feature data {data!r}: swaps[@WORLD] takes nothing after ':'")
+        kind = "swaps"
+    else:
+        try:
+            kind = parse_data(data).kind
+        except UnbagError as e:
+            raise UnbagError(f"unknown feature data {data!r}; available: world[@WORLD][:DIST], "
+                             f"pool:DIR, swaps[@WORLD], csv:PATH, jsonl:PATH, coco:ANNOTATIONS[:IMAGES], wds:URLS, "
+                             f"degla:FILE[:IMAGE_DIR] ({e})") from None
+    if kind not in ("world", "swaps"):
+        return Path(extract_captions(backend(), out, data, n=n, seed=seed or 0, regions=regions,
+                                     progress=progress, overwrite=overwrite))
+    if not regions:
+        raise UnbagError("regions=False is for caption data; world and swaps caches always hold regions")
+    if kind == "swaps":
+        return Path(extract_swaps(backend(), out, n=n, seed=1000 if seed is None else seed,
+                                  style=swaps[1], progress=progress, overwrite=overwrite))
+    return Path(extract_world(backend(), out, n=n, seed=1 if seed is None else seed, data=data, progress=progress,
+                              overwrite=overwrite))
+
+
+def is_caption_data(data: str) -> bool:
+    """Whether feature data are photos with captions (csv:, jsonl:, coco:, wds:, degla:), not a
+    world stream, pool or SWAP items."""
+    from ..training.data import parse_data
+    from ..world.styles import split_world
+    if split_world(data, (SWAPS,), "feature data") is not None:
+        return False
+    return parse_data(data).kind != "world"

@@ -45,6 +45,22 @@ class HeadTrainConfig:
         return warmup_steps(self.warmup, self.steps)
 
 
+def head_config(method: str, options: dict) -> HeadTrainConfig:
+    """The training config of head `method` from flat options (its architecture's and its
+    training's, as the CLI's flags name them); an unknown option is an error naming them all."""
+    from dataclasses import fields
+
+    arch = {f.name for f in fields(HeadConfig)} - {"kind", "dim", "patches"}
+    run = {f.name for f in fields(HeadTrainConfig)} - {"head"}
+    unknown = sorted(set(options) - arch - run)
+    if unknown:
+        raise UnbagError(f"unknown options for head {method}: {', '.join(unknown)}; heads take "
+                         f"{', '.join(sorted(arch | run))}")
+    head = HeadConfig(kind=method, **{k: v for k, v in options.items() if k in arch})
+    head_class(method).check_config(head)
+    return HeadTrainConfig(head=head, **{k: v for k, v in options.items() if k in run})
+
+
 def schedule(cfg: HeadTrainConfig):
     """The trainer's learning-rate multiplier (training/optim.py): linear warm-up (steps, or a
     fraction of the run if in (0, 1); 0: none) then a cosine to min_lr."""
