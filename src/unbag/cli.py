@@ -101,8 +101,39 @@ def _run(a: argparse.Namespace) -> None:
     from .api import default_device
     from .run import print_matrix, run_plan
 
+    if a.plan == "paper":  # the packaged paper's plan, filled in (docs/plans.md)
+        _run_paper(a)
+        return
+    given = [f"--{k.replace('_', '-')}" for k in PAPER_OPTIONS if getattr(a, k) is not None]
+    if given:
+        raise UnbagError(f"{', '.join(given)}: for `unbag run paper` (a plan file says its own)")
     results = run_plan(a.plan, a.out, progress=not a.quiet, device=a.device or default_device())
     print_matrix(results)
+
+
+PAPER_OPTIONS = ("model", "coco", "sugarcrepe", "bivlc", "per_category", "steps", "batch_size", "n")
+
+
+def _run_paper(a: argparse.Namespace) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from .api import default_device
+    from .reports.html import write_report
+    from .run import paper_plan, print_matrix, run_plan
+
+    if not a.model or not a.coco:
+        raise UnbagError("unbag run paper needs --model SPEC and --coco ANNOTATIONS:IMAGES (COCO's captions file "
+                         "and its images)")
+    text = paper_plan(a.model, a.coco, a.sugarcrepe, a.bivlc, a.per_category, a.steps, a.batch_size, a.n)
+    out = a.out or "runs/paper"
+    with tempfile.TemporaryDirectory() as d:
+        plan = Path(d) / "paper.toml"
+        plan.write_text(text)
+        results = run_plan(plan, out, progress=not a.quiet, device=a.device or default_device())
+    print_matrix(results)
+    report = write_report([out], Path(out) / "report", title=f"the paper's experiment on {a.model}")
+    print(f"report at {report}/index.html (the paper's own numbers beside yours where it measured this model)")
 
 
 def _suite(a: argparse.Namespace) -> None:
@@ -426,8 +457,18 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     xp.set_defaults(fn=_export)
 
     r = sub.add_parser("run", help="run a plan: models x benchmarks x protocols (resumable)")
-    r.add_argument("plan", help="a TOML plan file (docs/plans.md)")
-    r.add_argument("--out", default=None, help="overrides the plan's out")
+    r.add_argument("plan", help="a TOML plan file (docs/plans.md), or `paper`: the packaged plan of the SGI / TFLocal "
+                   "paper's experiment (arXiv 2604.11496), filled in by the options below")
+    r.add_argument("--out", default=None, help="overrides the plan's out (paper: default runs/paper)")
+    r.add_argument("--model", default=None, help="paper: the model spec, e.g. open_clip:ViT-B-32-quickgelu@openai")
+    r.add_argument("--coco", default=None, help="paper: COCO's captions file and images, ANNOTATIONS:IMAGES "
+                   "(captions_train2017.json:train2017/), what FT and the heads train on")
+    r.add_argument("--sugarcrepe", default=None, help="paper: SugarCrepe as DIR[:IMAGE_ROOT] (docs/benchmarks.md)")
+    r.add_argument("--bivlc", default=None, help="paper: BiVLC's DIR")
+    r.add_argument("--per-category", type=int, default=None, help="paper: ctrl's items per category and split (400)")
+    r.add_argument("--steps", type=int, default=None, help="paper: every training table's steps (a quick check)")
+    r.add_argument("--batch-size", type=int, default=None, help="paper: every training table's batch size")
+    r.add_argument("--n", type=int, default=None, help="paper: COCO records each head's feature cache holds (20000)")
     r.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=_run)

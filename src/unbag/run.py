@@ -52,7 +52,7 @@ from .utils import atomic_write, check_out, guard_inputs, mark, read_json, read_
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
 PLAN_KEYS = frozenset({"out", "seed", "per_category", "precision", "explain", "models", "train", "benchmarks",
-                       "protocols", "images_outside_root"})
+                       "protocols", "images_outside_root", "published"})
 RUN_FILES = ("plan.toml", "summary.json", "results", "explain", "train", "report")  # a plan's folder (the demo's report)
 
 
@@ -117,7 +117,34 @@ def read_plan(path: str | Path) -> dict:
             raise UnbagError(f"{path}: field '{field}' must be a {kind.__name__}, got {plan[field]!r}")
     if plan.get("seed", 0) < 0:
         raise UnbagError(f"{path}: field 'seed' must be a whole number >= 0, got {plan['seed']!r}")
+    _check_published(path, plan)
     return plan
+
+
+def _check_published(path, plan: dict) -> None:
+    """[published]: a paper's numbers for some of the plan's cells, what a report shows beside
+    them: `source`, then per benchmark name a table of its `metric` key and "MODEL PROTOCOL" =
+    value (a fraction, as results hold it)."""
+    pub = plan.get("published")
+    if pub is None:
+        return
+    if not isinstance(pub, dict) or not isinstance(pub.get("source"), str):
+        raise UnbagError(f"{path}: published: a table with source = \"WHERE THE NUMBERS ARE FROM\"")
+    names = set(plan.get("models", {})) | set(plan.get("train", {}))
+    for bench, table in pub.items():
+        if bench == "source":
+            continue
+        where = f"{path}: published.{bench}"
+        if bench not in plan["benchmarks"] or not isinstance(table, dict) or not isinstance(table.get("metric"), str):
+            raise UnbagError(f"{where}: a table of one of the plan's benchmarks, with metric = \"KEY\"")
+        for cell, value in table.items():
+            if cell == "metric":
+                continue
+            model, _, protocol = cell.partition(" ")
+            if model not in names or protocol not in plan["protocols"]:
+                raise UnbagError(f"{where}: {cell!r} is not \"MODEL PROTOCOL\" of the plan's names")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+                raise UnbagError(f"{where}.{cell}: a fraction in [0, 1], got {value!r}")
 
 
 def check_plan(path: Path, plan: dict) -> None:
@@ -253,7 +280,8 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     files = {spec: benchmarks.files_fingerprint(spec, outside) for spec in set(plan["benchmarks"].values())}
     # the cells of this plan, listed before any runs: a report of the folder shows these only
     planned = [{"model": m, "benchmark": b, "protocol": p, "file": f"results/{cell_file(m, b, p)}"} for m, b, p in cells]
-    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": False})
+    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": False,
+                                       **({"published": plan["published"]} if "published" in plan else {})})
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
     with Progress(*cols, disable=not progress) as bar:
@@ -283,7 +311,8 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             res["cell"] = planned_cell
             results.append(res)
             bar.advance(task)
-    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": True})
+    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": True,
+                                       **({"published": plan["published"]} if "published" in plan else {})})
     sgi = next((protocols[p] for p in plan["protocols"] if protocols[p][0] in SGI_PRESETS), None)
     bench = next((spec for spec in plan["benchmarks"].values() if benchmarks.kind(spec).explain), None)
     items = plan.get("explain", benchmarks.kind(bench).explain if bench else ())
@@ -433,3 +462,41 @@ def print_matrix(results: list[dict]) -> None:
     print_grids(cells)
     print_summaries(cells)
 
+
+PLANS = Path(__file__).parent / "plans"
+
+
+def paper_plan(model: str, coco: str, sugarcrepe: str | None = None, bivlc: str | None = None,
+               per_category: int | None = None, steps: int | None = None, batch_size: int | None = None,
+               n: int | None = None) -> str:
+    """The paper's plan (plans/paper.toml) filled in for a model and COCO's captions
+    (ANNOTATIONS:IMAGES), with SugarCrepe (DIR[:IMAGE_ROOT]) and BiVLC (DIR) when given; `steps`,
+    `batch_size` and `n` (features per head) override every training table's (a quick check);
+    with the paper's own numbers quoted ([published]) when the model is one the paper measured."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    text = (PLANS / "paper.toml").read_text().replace("@MODEL@", model).replace("@COCO@", coco)
+    extra = "".join(f'{name} = "{spec}"\n' for name, spec in (("sugarcrepe", f"sugarcrepe:{sugarcrepe}" if sugarcrepe else None),
+                                                            ("bivlc", f"bivlc:{bivlc}" if bivlc else None)) if spec)
+    text = text.replace('[benchmarks]\nctrl = "ctrl"\n', '[benchmarks]\nctrl = "ctrl"\n' + extra)
+    if per_category is not None:
+        text = text.replace("per_category = 400", f"per_category = {per_category}")
+    for key, value in (("steps", steps), ("batch_size", batch_size)):
+        if value is not None:
+            text = text.replace('data = "coco:', f'{key} = {value}\ndata = "coco:')
+    if n is not None:  # the heads' feature caches
+        for head in ("tflocal", "tfglobal", "tfregions", "tflocal-li"):
+            text = text.replace(f'method = "{head}"\n', f'method = "{head}"\nn = {n}\n')
+    pub = tomllib.loads((PLANS / "paper-published.toml").read_text())
+    if model in pub.pop("models"):
+        benches = tomllib.loads(text)["benchmarks"]
+        lines = ["", "[published]", f'source = "{pub.pop("source")}"']
+        for bench, table in pub.items():
+            if bench in benches:
+                lines += ["", f"[published.{bench}]"] + [f'"{k}" = {v}' if k != "metric" else f'metric = "{v}"'
+                                                          for k, v in table.items()]
+        text += "\n".join(lines) + "\n"
+    return text

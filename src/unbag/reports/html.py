@@ -59,6 +59,41 @@ def check_result(f: Path, res: object) -> dict:
     return res
 
 
+def paper_rows(paths: list[str | os.PathLike], results: list[Result]) -> tuple[str, list[str], list[list]] | None:
+    """The numbers a run's plan quotes from a paper ([published]: `unbag run paper` fills it for a
+    model the paper measured) beside the run's own: per quoted cell, the paper's value, ours with
+    its interval, ours - paper in points and whether the paper's lies inside our interval. None
+    when no run quotes any."""
+    from .published import reproduced
+
+    rows, sources = [], []
+    for p in map(Path, paths):
+        summary = p / "summary.json"
+        pub = read_json(summary).get("published") if p.is_dir() and summary.is_file() else None
+        if not isinstance(pub, dict):
+            continue
+        sources.append(pub["source"])
+        mine = {(r.model, r.protocol, (r.res.get("cell") or {}).get("benchmark")): r for r in results}
+        for bench, table in pub.items():
+            if bench == "source":
+                continue
+            key = table["metric"]
+            for cell, value in table.items():
+                if cell == "metric":
+                    continue
+                model, _, protocol = cell.partition(" ")
+                r = mine.get((model, protocol, bench))
+                ours = None if r is None or key not in r.res["metrics"] else r.res["metrics"][key]
+                rows.append([model, labelled(protocol, r.res.get("recipe") if r else None), (bench, None, None),
+                             (key, None, None), (value, None, key),
+                             None if ours is None else (ours, r, key, half(r.res, key)),
+                             None if ours is None else (reproduced(ours, r.res.get("intervals", {}).get(key), value), None, None)])
+    if not rows:
+        return None
+    head = ["model", "protocol", "benchmark", "metric", "paper", "ours", "ours - paper (points; inside our 95% interval?)"]
+    return "; ".join(dict.fromkeys(sources)), head, rows
+
+
 def _run_cells(run: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
     """The results files of a plan's folder that are cells of its current plan (summary.json), each
     with its cell, and notes on what was left out: cells of another plan, cells not yet run, and
@@ -567,6 +602,13 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                           f"{INTERVALS_NOTE} Every number links to its results file.</p>"] + ([_figure(*chart)] if chart else [])
             md_body += ["", f"## {stitle}", ""] + _table_md(shead, srows) + (["", f"![{chart[1]}]({chart[0]})"]
                                                                             if chart else [])
+        paper = paper_rows(paths, results)
+        if paper:  # a paper's own numbers for the same model, labelled, beside the run's
+            psource, phead, prows = paper
+            body_html += ["<h2>The paper's numbers beside yours (%)</h2>", _table_html(phead, prows),
+                          f'<p class="note">paper: {html.escape(psource)}, for the same model; ours: this run. '
+                          f"{INTERVALS_NOTE}</p>"]
+            md_body += ["", "## The paper's numbers beside yours (%)", ""] + _table_md(phead, prows) + ["", f"paper: {psource}"]
         expl_html = ("<h2>SGI explanations</h2>" + "".join(_figure(n, c) for n, c in expl)) if expl else ""
         files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '
                         f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
