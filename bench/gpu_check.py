@@ -5,8 +5,8 @@
 
 Checks: the 3D ctrl rendered at 224 px on the device (pictures a second) against the CPU's render
 of the same scenes (pixel differences); the CUDA render test; global cosine on ctrl at a 224 px
-model's side with AMP; a few FT steps with AMP (bf16 autocast) on the 3D world's fine-tuning
-stream. Each line says the device it ran on.
+model's side with AMP; the paper's plan (`unbag run paper`) for a few steps with AMP on a COCO file
+of scikit-image's photographs. Each line says the device it ran on.
 """
 from __future__ import annotations
 
@@ -65,14 +65,37 @@ def evaluate(device: str, model: str, per_category: int) -> None:
                                     f"group {100 * res['metrics']['all/all/group']:.1f}, {time.perf_counter() - t:.1f} s")
 
 
-def train(device: str, model: str, steps: int, batch: int) -> None:
-    from unbag import train as run_train
+def tiny_coco(root: Path) -> str:
+    """A COCO captions file of scikit-image's photographs (ANNOTATIONS:IMAGES)."""
+    import json
+
+    from PIL import Image
+    from skimage import data
+
+    (root / "images").mkdir()
+    names = ["astronaut", "coffee", "chelsea", "rocket", "cat", "hubble_deep_field", "immunohistochemistry", "coins"]
+    images, anns = [], []
+    for i, name in enumerate(names):
+        Image.fromarray(getattr(data, name)()).convert("RGB").save(root / "images" / f"{i:012d}.jpg")
+        images.append({"id": i, "file_name": f"{i:012d}.jpg"})
+        anns += [{"image_id": i, "caption": f"a photograph of a {name.replace('_', ' ')}"},
+                 {"image_id": i, "caption": f"the {name.replace('_', ' ')} in a picture"}]
+    (root / "captions.json").write_text(json.dumps({"images": images, "annotations": anns}))
+    return f"{root / 'captions.json'}:{root / 'images'}"
+
+
+def paper(device: str, model: str, steps: int) -> None:
+    """The paper's plan for a few steps: FT and four heads (bf16 autocast on CUDA), every protocol."""
+    from unbag import models
+    from unbag.cli import main as cli
 
     with tempfile.TemporaryDirectory() as d:
+        coco = tiny_coco(Path(d))
+        model = str(models.load(model).save(Path(d) / "model"))  # random weights drawn once, for every table
         t = time.perf_counter()
-        run_train("ft", model, "world@3d:finetuning", Path(d) / "ft", steps=steps, batch_size=batch,
-                  precision="bf16" if device != "cpu" else "fp32", device=device, warmup=1)
-        line("FT with AMP", f"{device}: {steps} steps of {batch} in {time.perf_counter() - t:.1f} s")
+        rc = cli(["run", "paper", "--model", model, "--coco", coco, "--out", str(Path(d) / "paper"), "--device", device,
+                  "--per-category", "1", "--steps", str(steps), "--batch-size", "4", "--n", "8", "--quiet"])
+        line("paper's plan, AMP", f"{device}: exit {rc}, {steps} steps a table, in {time.perf_counter() - t:.1f} s")
 
 
 def main() -> None:
@@ -86,7 +109,7 @@ def main() -> None:
     render_test(device)
     model = "open_clip:unbag-tiny@random" if small else "open_clip:ViT-B-32@random"
     evaluate(device, model, 1 if small else 20)
-    train(device, model, 2 if small else 10, 4 if small else 64)
+    paper(device, model, 2 if small else 5)
 
 
 if __name__ == "__main__":

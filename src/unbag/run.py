@@ -484,7 +484,8 @@ def paper_plan(model: str, coco: str, sugarcrepe: str | None = None, bivlc: str 
     text = text.replace('[benchmarks]\nctrl = "ctrl"\n', '[benchmarks]\nctrl = "ctrl"\n' + extra)
     if per_category is not None:
         text = text.replace("per_category = 400", f"per_category = {per_category}")
-    for key, value in (("steps", steps), ("batch_size", batch_size)):
+    # a quick check's few steps warm up over a tenth of them
+    for key, value in (("steps", steps), ("warmup", 0.1 if steps is not None else None), ("batch_size", batch_size)):
         if value is not None:
             text = text.replace('data = "coco:', f'{key} = {value}\ndata = "coco:')
     if n is not None:  # the heads' feature caches
