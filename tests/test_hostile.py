@@ -241,7 +241,7 @@ def test_names_with_double_underscores_never_share_a_file(tmp_path, tiny, capsys
         assert json.loads(p.read_text())["cell"]["file"] == f"results/{p.name}"
     assert _run(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep")], capsys)[0] == 0
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "| a__c | global |" in md and "| a | global |" in md
+    assert "| a__c | global [paper] |" in md and "| a | global [paper] |" in md
 
 
 def test_a_report_shows_the_cells_of_the_folders_current_plan(tmp_path, tiny, capsys):

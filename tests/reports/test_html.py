@@ -53,9 +53,10 @@ def test_every_number_links_to_the_file_that_holds_it(report):
     # SGI's row against global cosine on the same items: the paired difference of the OOD average
     from unbag.reports.compare import paired_mean_difference
     keys = [f"ood/{c}/group" for c in ("color", "size", "material")]
-    d, (lo, hi) = paired_mean_difference(d / "results" / "pre__ctrl__sgi.json", d / "results" / "pre__ctrl__global.json", keys)
+    diff, (lo, hi) = paired_mean_difference(d / "results" / "pre__ctrl__sgi.json", d / "results" / "pre__ctrl__global.json",
+                                            keys)
     assert "OOD avg c/s/m − global [paired 95%]" in page
-    assert f"<td>{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]</td>" in page
+    assert f"<td>{100 * diff:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]</td>" in page
     assert (out / "explain" / "00-ood-color-0000.png").is_file() and (out / "figures" / "ctrl-id-vs-ood.png").is_file()
     with pytest.raises(UnbagError, match="no such results file"):
         write_report([d / "missing.json"], out.parent / "x")

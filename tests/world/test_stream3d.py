@@ -173,7 +173,10 @@ def test_one_parser_reads_every_training_data_spec(pool, tmp_path):
                                                          image_dir="/coco")
     assert parse_data("x.csv") == DataSpec("x.csv", "file", path="x.csv")
     assert parse_data("jsonl:a/b.jsonl").path == "a/b.jsonl" and parse_data("wds:s-{0..3}.tar").path == "s-{0..3}.tar"
-    with pytest.raises(UnbagError, match="unknown training data 'coco'"):
+    assert parse_data("coco:a.json:imgs") == DataSpec("coco:a.json:imgs", "coco", path="a.json", image_dir="imgs")
+    with pytest.raises(UnbagError, match="unknown training data 'imagenet'"):
+        parse_data("imagenet")
+    with pytest.raises(UnbagError, match="coco:ANNOTATIONS"):
         parse_data("coco")
     with pytest.raises(UnbagError, match="meta.json"):
         parse_data(f"pool:{tmp_path}")

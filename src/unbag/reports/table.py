@@ -67,7 +67,7 @@ def print_results(res: dict) -> None:
     'subset/metric' listing."""
     grid = summary(res["benchmark"]["name"]).grid
     if grid is not None and grid.holds(res["metrics"]):
-        Console().print(results_table(res))
+        Console(width=max(150, Console().width)).print(results_table(res))
         return
     print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
     for k, v in res["metrics"].items():

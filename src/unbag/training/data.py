@@ -402,6 +402,13 @@ def _pool(data: str, path: str) -> DataSpec:
     return DataSpec(data, "world", WORLD.name, path=path)
 
 
+def _coco(data: str, rest: str) -> DataSpec:
+    path, _, images = rest.partition(":")
+    if not path:
+        raise UnbagError(f"{data!r}: name COCO's captions file, coco:ANNOTATIONS[:IMAGES]")
+    return DataSpec(data, "coco", path=path, image_dir=images or None)
+
+
 def _negatives(data: str, rest: str) -> DataSpec:
     path, _, image_dir = rest.partition(":")
     return DataSpec(data, "negatives", path=path, image_dir=image_dir or None)
@@ -412,7 +419,7 @@ DATA_FORMS = {
     "pool": _pool,  # a rendered 3D pool (world/pool3d.py)
     "wds": lambda data, rest: DataSpec(data, "webdataset", path=rest),
     "degla": _negatives,  # DeGLA's released negatives layout
-    "coco": lambda data, rest: DataSpec(data, "coco", path=rest.partition(":")[0], image_dir=rest.partition(":")[2] or None),
+    "coco": _coco,
     "csv": lambda data, rest: DataSpec(data, "file", path=rest),
     "jsonl": lambda data, rest: DataSpec(data, "file", path=rest),
 }
