@@ -233,12 +233,13 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
     t0 = time.perf_counter()
     protocols.lookup(protocol)  # an unknown protocol is refused before a benchmark is generated or read
     from . import dist
-    backend = None
+    backend, model_s = None, 0.0
     if isinstance(bench, str) and benchmarks.sized(bench):
         # a generated benchmark, drawn at the model's input side (ctrl) on the evaluation's device:
         # the model is loaded first
         rank, world_size, device = dist.init(str(model.device if isinstance(model, Backend) else device))
         backend = model if isinstance(model, Backend) else models.load(model, device=device)
+        model_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         bench = benchmarks.load(bench, seed=seed, outside_root=images_outside_root,
                                 px=benchmarks.drawn_size(bench, min(backend.image_size)), device=str(backend.device))
@@ -257,15 +258,17 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         backend = model if isinstance(model, Backend) else models.load(model, device=device)
     before, backend.precision = backend.precision, precision
     try:
+        t2 = time.perf_counter()
+        # (benchmark, model) load times and the scoring's start; a model loaded first counts as its own
         return _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress,
-                         rank, world_size, (t0, t1, time.perf_counter()), precision_of(backend), cell)
+                         rank, world_size, (t1 - t0, t2 - t1 + model_s, t2), precision_of(backend), cell)
     finally:
         backend.precision = before
 
 
 def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, seed, progress, rank, world_size,
               times, precision, cell=None) -> dict:
-    t0, t1, t2 = times
+    bench_s, model_s, t2 = times
     per_item, alike = None, None
     if isinstance(b, RetrievalSet):
         (flat, bounds, how), counts, extra = retrieval_metrics(backend, b, batch_size, progress), {"all/retrieval": len(b.images)}, {}
@@ -302,7 +305,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         "seed": seed,
         "config": {"batch_size": batch_size, "device": str(backend.device), "protocol": protocol, "precision": precision,
                    "processes": world_size, "options": {**recorded, **extra}},
-        "timings": {"load_benchmark_s": t1 - t0, "load_model_s": t2 - t1, "score_s": t3 - t2,
+        "timings": {"load_benchmark_s": bench_s, "load_model_s": model_s, "score_s": t3 - t2,
                     "metrics_s": time.perf_counter() - t3},
         "versions": versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
