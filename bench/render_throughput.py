@@ -5,6 +5,7 @@ placement rate is printed beside it; a picture is shaded without its instance ma
 benchmark build draws it).
 
     .venv/bin/python bench/render_throughput.py --n 200 --procs 2
+    .venv/bin/python bench/render_throughput.py --px 224      # a CLIP's side: edges-only 2x2 rays vs every ray
 """
 from __future__ import annotations
 
@@ -27,8 +28,11 @@ def _work(args: tuple[str, int, int, int]) -> tuple[float, float]:
         for k in range(n):
             sample(seed, k, px)  # a stream sample: draws a scene and renders it
         return 0.0, time.perf_counter() - t
+    from unbag.world import render3d
     from unbag.world.render3d import shaded
     from unbag.world.scene3d import place, random_object
+    if kind == "3d-every-ray":  # the render before 2x2 rays were traced only at edges (version 3 at every side)
+        render3d.ADAPTIVE_PX = 10**9
     t = time.perf_counter()
     scenes = [place(rng, [random_object(rng) for _ in range(int(rng.integers(3, 7)))], px=64, draw=False)[0]
               for _ in range(n)]
@@ -51,13 +55,19 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n", type=int, default=200, help="images per setting")
     p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--px", type=int, nargs="+", default=[64, 128], help="picture sides of the 3D ray caster")
     a = p.parse_args()
     flat, _ = rate("flat", 64, a.n, a.procs)
     print(f"flat world, 64 px: {flat:.1f} images/s ({a.procs} processes)")
-    for px in (64, 128):
-        r, placed = rate("3d", px, a.n if px == 64 else a.n // 4, a.procs)
+    for px in a.px:
+        n = max(a.procs, a.n if px <= 64 else a.n // 4)
+        r, placed = rate("3d", px, n, a.procs)
         print(f"3D ray caster, {px} px: {r:.1f} images/s ({a.procs} processes); flat / 3D = {flat / r:.1f}; "
               f"CLEVR placement (3-6 objects, visibility at 64 px): {placed:.1f} scenes/s")
+        from unbag.world.render3d import ADAPTIVE_PX
+        if px >= ADAPTIVE_PX:
+            every, _ = rate("3d-every-ray", px, n, a.procs)
+            print(f"  every ray traced at {px} px: {every:.1f} images/s; edges only / every ray = {r / every:.2f}x")
 
 
 if __name__ == "__main__":

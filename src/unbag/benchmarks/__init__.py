@@ -72,7 +72,7 @@ def _render_stamp(path: str, world: str | None = None, per_category: int | None 
     """The world, renderer version and picture size of a generated benchmark (called for generated
     specs only: the files of one read from disk are fingerprinted instead)."""
     w = world_of(world)
-    return {"style": w.name, "render": w.render_version(), "size": px or w.px}
+    return {"style": w.name, "render": w.render_version(px or w.px), "size": px or w.px}
 
 
 def _ctrl_stamp(path: str, world: str | None = None, per_category: int | None = None, px: int | None = None) -> dict:

@@ -24,7 +24,7 @@ def _item(sw, images: list[np.ndarray], fields: dict) -> Item:
 def _benchmark(items: list[Item], px: int, style: str, info: dict) -> Benchmark:
     w = world(style)
     return Benchmark("ctrl", "ctrl", items, image_size=px, grouping="split/category",
-                     info=info | {"size": px, "render": w.render_version(), "style": w.name, "source": "generated"},
+                     info=info | {"size": px, "render": w.render_version(px), "style": w.name, "source": "generated"},
                      sgi=dict(w.sgi))
 
 

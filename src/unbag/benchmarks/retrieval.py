@@ -54,7 +54,7 @@ def ctrl_retrieval(n: int = 1000, seed: int = CTRL_RETRIEVAL_SEED, px: int | Non
         image_texts.append([index[caption]])
     return RetrievalSet("ctrl-retrieval", f"ctrl-retrieval (seed {seed}, n {n})", images, texts, image_texts,
                         {"seed": seed, "n_images": n, "n_texts": len(texts), "distribution": dist,
-                         "style": style, "render": w.render_version(), "size": px}, px)
+                         "style": style, "render": w.render_version(px), "size": px}, px)
 
 
 def karpathy(path: str, image_root: str | None = None, split: str = "test") -> RetrievalSet:

@@ -134,9 +134,10 @@ def item3d_record(item, image_paths: list[str], mask_paths: list[str]) -> dict:
 
 
 def meta3d_record(seed: int, px: int, per_category: int, categories: list[str]) -> dict:
-    from .render3d import RENDER_VERSION as RENDER3D
+    from .render3d import render_version
     from .swap3d import HELD_OUT as HELD_OUT3D
-    return {"format": FORMAT, "version": VERSION_3D, "style": CLEVR3D.name, "render": RENDER3D, "seed": seed, "size": px,
+    return {"format": FORMAT, "version": VERSION_3D, "style": CLEVR3D.name, "render": render_version(px), "seed": seed,
+            "size": px,
             "per_category": per_category, "categories": categories, "splits": list(SPLITS),
             "held_out": {k: sorted(f"{a} {b}" for a, b in v) for k, v in HELD_OUT3D.items()}}
 

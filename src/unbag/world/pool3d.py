@@ -87,7 +87,7 @@ def build_pool(out: str | os.PathLike, data: str = "world@3d:finetuning", seed: 
     """Render samples 0..n-1 of a 3D stream (`world@3d:DIST`) and their twins into a pool folder."""
     from rich.progress import track
 
-    from .render3d import RENDER_VERSION
+    from .render3d import render_version
     from .stream import parse_stream
     style, dist = parse_stream(data)
     if style != WORLD.name:
@@ -98,7 +98,7 @@ def build_pool(out: str | os.PathLike, data: str = "world@3d:finetuning", seed: 
     from .styles import check_render
     procs = check_render(px, procs, seed)
     out = check_out(out, "world pool", overwrite)
-    meta = {"format": FORMAT, "version": VERSION, "render": RENDER_VERSION, "dist": dist, "seed": seed, "size": px,
+    meta = {"format": FORMAT, "version": VERSION, "render": render_version(px), "dist": dist, "seed": seed, "size": px,
             "n": n, "shard": SHARD}
     part = _partial(out, meta)
     names = [f"shard-{k:06d}.npz" for k in range((n + SHARD - 1) // SHARD)]
@@ -143,15 +143,16 @@ def _partial(out: Path, meta: dict) -> Path:
 
 def read_meta(root: str | os.PathLike) -> dict:
     """A pool's meta.json, checked: its format and that this unbag renders the same pixels."""
-    from .render3d import RENDER_VERSION
+    from .render3d import render_version
     f = Path(root) / "meta.json"
     meta = read_json(f, "missing (not a pool written by `unbag world pool`?)")
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise UnbagError(f"{f}: field 'format'/'version' is {meta.get('format')!r}/{meta.get('version')!r}, "
                          f"expected {FORMAT!r}/{VERSION}")
-    if meta.get("render") != RENDER_VERSION:
+    now = render_version(meta["size"]) if isinstance(meta.get("size"), int) else None
+    if meta.get("render") != now:
         raise UnbagError(f"{f}: rendered by 3D render version {meta.get('render')}, this unbag renders version "
-                         f"{RENDER_VERSION}: build the pool again")
+                         f"{now} at its size: build the pool again")
     return meta
 
 

@@ -25,7 +25,7 @@ class World:
     masks: bool  # whether a built ctrl folder carries instance masks
     parallel: bool  # whether drawing pays for worker processes (a 3D scene costs ~45 ms, a flat one ~1)
     sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/__init__.py SGIConfig)
-    renderer: str = ""  # module with RENDER_VERSION
+    renderer: str = ""  # module with render_version(px): the version of the pixels it draws at a side
     stream: str = ""  # module with sample, twin, distribution, describe and DISTRIBUTIONS
     # where its distributions' names are, when reading them from `stream` would cost more (the 3D
     # stream module loads the renderer, and torch; the CLI's help needs only the names)
@@ -43,8 +43,9 @@ class World:
         m = importlib.import_module(f"unbag.world.{mod}")
         return getattr(m, attr) if attr else m
 
-    def render_version(self) -> int:
-        return self.part("renderer").RENDER_VERSION
+    def render_version(self, px: int | None = None) -> int:
+        """The version of the pixels its renderer draws at side px (None: its own size)."""
+        return self.part("renderer").render_version(self.px if px is None else px)
 
     def categories(self) -> tuple[str, ...]:
         return tuple(self.part("swap").CATEGORIES)
