@@ -24,7 +24,7 @@ class World:
     ctrl_version: int  # the version a built ctrl folder of this world records (docs/ctrl-format.md)
     masks: bool  # whether a built ctrl folder carries instance masks
     parallel: bool  # whether drawing pays for worker processes (a 3D scene costs ~45 ms, a flat one ~1)
-    sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/__init__.py SGIConfig)
+    sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/config.py SGIConfig)
     renderer: str = ""  # module with render_version(px): the version of the pixels it draws at a side
     stream: str = ""  # module with sample, twin, distribution, describe and DISTRIBUTIONS
     # where its distributions' names are, when reading them from `stream` would cost more (the 3D
@@ -33,9 +33,9 @@ class World:
     swap: str = ""  # module with CATEGORIES, SPLITS, VALUES (size/color/material words) and build_item
     shapes: str = ""  # its shape nouns
     held_out: str = ""  # obj -> the held-out combinations it shows
-    item: str = ""  # (seed, split, category, index, px) -> (SwapItem, [RGB arrays], record fields)
+    item: str = ""  # (seed, split, category, index, px, device) -> (SwapItem, [RGB arrays], record fields)
     boxes: str = ""  # (scene, px) -> each object's visible box [x0, y0, x1, y1] or None
-    build: str = ""  # writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite, procs)
+    build: str = ""  # writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite, procs, device)
 
     def part(self, name: str) -> Any:
         """The module or attribute a field names, imported when first asked."""
