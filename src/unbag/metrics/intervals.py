@@ -95,24 +95,13 @@ def item_intervals(per_item: dict[str, torch.Tensor], parts: dict[str, Part], n:
             item_counts[:, members] = counts[:, u:u + 1]
     else:
         item_counts = counts
-    boot: dict[str, torch.Tensor] = {}
     for key, p in parts.items():
-        if p.kind != "mean":
-            continue
-        v = per_item[p.metric][list(p.items)].float()
-        got = v[~v.isnan()]
-        if clusters is None and binary(got):
+        got = per_item[p.metric][list(p.items)].float() if p.kind == "mean" else None
+        if got is not None and clusters is None and binary(got[~got.isnan()]):
+            got = got[~got.isnan()]
             out[key], how[key] = list(wilson(float(got.sum()), len(got))), "wilson"
-            continue
-        full = torch.full((n,), math.nan)
-        full[list(p.items)] = v
-        boot[key] = bootstrap_means(full, item_counts)
-    for key, p in parts.items():
-        if p.kind == "macro":
-            subs = [boot.get(k) if k in boot else _boot_of(k, parts, per_item, n, item_counts) for k in p.of]
-            boot[key] = torch.stack(subs).mean(0)
-    for key, values in boot.items():
-        out[key], how[key] = list(percentile(values)), "bootstrap"
+        else:
+            out[key], how[key] = list(percentile(bootstrap_of(per_item, parts, key, item_counts))), "bootstrap"
     if breakdown is not None and breakdown_keys:
         draws = _draws(groups, min(resamples, BREAKDOWN_RESAMPLES), seed)
         got = [breakdown(idx) for idx in draws]
@@ -122,11 +111,16 @@ def item_intervals(per_item: dict[str, torch.Tensor], parts: dict[str, Part], n:
     return {k: [_round(a) for a in v] for k, v in out.items()}, how
 
 
-def _boot_of(key: str, parts: dict[str, Part], per_item, n: int, item_counts: torch.Tensor) -> torch.Tensor:
+def bootstrap_of(per_item: dict[str, torch.Tensor], parts: dict[str, Part], key: str,
+                 counts: torch.Tensor) -> torch.Tensor:
+    """Each resample's value of a reported key [resamples] (counts: each item's draws [resamples,
+    n]): its bucket's mean, or the mean of the keys a macro averages, each resampled alike."""
     p = parts[key]
-    full = torch.full((n,), math.nan)
+    if p.kind == "macro":
+        return torch.stack([bootstrap_of(per_item, parts, k, counts) for k in p.of]).mean(0)
+    full = torch.full((counts.shape[1],), math.nan)
     full[list(p.items)] = per_item[p.metric][list(p.items)].float()
-    return bootstrap_means(full, item_counts)
+    return bootstrap_means(full, counts)
 
 
 def _cluster_index(clusters: list | None, n: int) -> list[list[int]]:

@@ -17,7 +17,7 @@ import torch
 
 from ..errors import UnbagError
 from ..metrics import aggregate, summarize
-from ..metrics.intervals import RESAMPLES, SEED, Part, bootstrap_means, percentile, resample_counts
+from ..metrics.intervals import RESAMPLES, SEED, Part, bootstrap_of, percentile, resample_counts
 from ..utils import items_hash, read_json
 
 # what a results file records of its items that must agree for a comparison (besides the ids)
@@ -85,13 +85,17 @@ def _parts(per_item: dict, groups: list[dict]) -> tuple[dict, dict[str, Part]]:
     return flat, parts
 
 
-def _boot(per_item: dict, parts: dict[str, Part], key: str, counts: torch.Tensor) -> torch.Tensor:
-    p = parts[key]
-    if p.kind == "macro":
-        return torch.stack([_boot(per_item, parts, k, counts) for k in p.of]).mean(0)
-    full = torch.full((counts.shape[1],), math.nan)
-    full[list(p.items)] = per_item[p.metric][list(p.items)].float()
-    return bootstrap_means(full, counts)
+def _paired(a: str | os.PathLike, b: str | os.PathLike) -> tuple:
+    """Two results files checked to be on the same items: (results A, records A, results B, per-item
+    values A and B, metrics recomputed A and B, how each key was made)."""
+    ra, ia = _load(a)
+    rb, ib = _load(b)
+    _same_items((str(a), ra, ia), (str(b), rb, ib))
+    va, groups = _values(ia)
+    vb, _ = _values(ib)
+    fa, parts = _parts(va, groups)
+    fb, _ = _parts(vb, groups)
+    return ra, ia, rb, va, vb, fa, fb, parts
 
 
 def default_key(res: dict) -> str:
@@ -110,14 +114,8 @@ def default_key(res: dict) -> str:
 def compare(a: str | os.PathLike, b: str | os.PathLike, metric: str | None = None, resamples: int = RESAMPLES,
             seed: int = SEED) -> dict:
     """The paired comparison of two results files on the same items (module docstring)."""
-    ra, ia = _load(a)
-    rb, ib = _load(b)
-    _same_items((str(a), ra, ia), (str(b), rb, ib))
+    ra, ia, rb, va, vb, fa, fb, parts = _paired(a, b)
     key = metric or default_key(ra)
-    va, ga = _values(ia)
-    vb, _ = _values(ib)
-    fa, parts = _parts(va, ga)
-    fb, _ = _parts(vb, ga)
     if key not in parts:
         known = ", ".join(sorted(parts)[:12])
         raise UnbagError(f"--metric {key!r}: not a metric compare can recompute from the per-item files "
@@ -126,7 +124,7 @@ def compare(a: str | os.PathLike, b: str | os.PathLike, metric: str | None = Non
         if key in res["metrics"] and abs(res["metrics"][key] - got[key]) > 1e-6:
             raise UnbagError(f"{path}: metrics[{key!r}] is {res['metrics'][key]} but its per-item file gives {got[key]}")
     counts = resample_counts(len(ia), resamples, seed)
-    diff = _boot(va, parts, key, counts) - _boot(vb, parts, key, counts)
+    diff = bootstrap_of(va, parts, key, counts) - bootstrap_of(vb, parts, key, counts)
     out = {"metric": key, "a": {"file": str(a), "model": ra["model"], "protocol": ra["protocol"], "value": fa[key],
                                 "interval": ra.get("intervals", {}).get(key)},
            "b": {"file": str(b), "model": rb["model"], "protocol": rb["protocol"], "value": fb[key],
@@ -151,19 +149,13 @@ def paired_mean_difference(a: str | os.PathLike, b: str | os.PathLike, keys: lis
                            seed: int = SEED) -> tuple[float, list[float]]:
     """A - B of the mean of some metric keys (a grid's OOD average) over the same items, and its 95%
     paired-bootstrap interval."""
-    ra, ia = _load(a)
-    rb, ib = _load(b)
-    _same_items((str(a), ra, ia), (str(b), rb, ib))
-    va, ga = _values(ia)
-    vb, _ = _values(ib)
-    fa, parts = _parts(va, ga)
-    fb, _ = _parts(vb, ga)
+    _, ia, _, va, vb, fa, fb, parts = _paired(a, b)
     missing = [k for k in keys if k not in parts]
     if missing:
         raise UnbagError(f"{a}: cannot recompute {', '.join(missing)} from its per-item file")
     parts = {**parts, "mean": Part("macro", of=tuple(keys))}
     counts = resample_counts(len(ia), resamples, seed)
-    diff = _boot(va, parts, "mean", counts) - _boot(vb, parts, "mean", counts)
+    diff = bootstrap_of(va, parts, "mean", counts) - bootstrap_of(vb, parts, "mean", counts)
     point = sum(fa[k] for k in keys) / len(keys) - sum(fb[k] for k in keys) / len(keys)
     return point, [round(x, 6) for x in percentile(diff)]
 

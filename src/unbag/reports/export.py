@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from ..utils import atomic_write, check_file_out
-from .html import Result, _h, collect, grids, main_table
-from .table import summary_tables
+from .html import Result, collect, grids, main_table
+from .table import entry_half, summary_tables
 
 LATEX_MARK = "% written by unbag report --format latex"
 CSV_FIELDS = ("model", "protocol", "recipe", "benchmark", "spec", "metric", "value", "lo", "hi", "interval_method",
@@ -60,7 +60,7 @@ def latex_table(caption: str, head: list[str], body: list[list], intervals: bool
             else:
                 v = f"{100 * e[0]:.1f}"
                 v = rf"\textbf{{{v}}}" if best.get(j) == round(100 * e[0], 1) else v
-                h = _h(e)
+                h = entry_half(e)
                 cells.append(v + (rf"{{\scriptsize$\pm${100 * h:.1f}}}" if intervals and h is not None else ""))
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_tex(caption)}}}", rf"\label{{{label}}}",

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..benchmarks import Grid
 from ..errors import UnbagError, warn
 from ..utils import atomic_dir, check_out, read_json
-from .table import half, labelled, mean_half
+from .table import entry_half, half, labelled, mean_half
 
 RESULT_FIELDS = ("model", "protocol", "benchmark", "metrics")  # what every results file holds
 
@@ -172,11 +172,6 @@ def _rows(results: list[Result]) -> dict[tuple[str, str], dict[str, tuple[float,
     return rows
 
 
-def _h(entry: tuple | None) -> float | None:
-    """The half-width of the 95% interval an entry (value, result, key[, half]) carries."""
-    return entry[3] if entry is not None and len(entry) > 3 else None
-
-
 def _pm_html(h: float | None) -> str:
     return "" if h is None else f'<span class="pm"> ±{100 * h:.1f}</span>'
 
@@ -190,9 +185,9 @@ def _cell_html(entry: tuple | None) -> str:
     if isinstance(v, str):
         return f"<td>{html.escape(v)}</td>"
     if r is None:
-        return f"<td>{100 * v:.1f}{_pm_html(_h(entry))}</td>"
+        return f"<td>{100 * v:.1f}{_pm_html(entry_half(entry))}</td>"
     tip = html.escape(f"{r.data_name}: metrics['{key}']")
-    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a>{_pm_html(_h(entry))}</td>'
+    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a>{_pm_html(entry_half(entry))}</td>'
 
 
 def _cell_md(entry: tuple | None) -> str:
@@ -201,7 +196,7 @@ def _cell_md(entry: tuple | None) -> str:
     v, r = entry[:2]
     if isinstance(v, str):
         return v
-    pm = "" if _h(entry) is None else f" ±{100 * _h(entry):.1f}"
+    pm = "" if entry_half(entry) is None else f" ±{100 * entry_half(entry):.1f}"
     return (f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{r.data_name})") + pm
 
 
@@ -260,7 +255,7 @@ def main_table(rows, grid: Grid, baseline: str | None = None) -> tuple[list[str]
     for (m, p), mets in rows.items():
         cells = [mets.get(k) for k in keys]
         a = grid.mean(_values(mets), grid.splits[-1])
-        h = mean_half([_h(mets.get(grid.key(grid.splits[-1], c))) for c in grid.average])
+        h = mean_half([entry_half(mets.get(grid.key(grid.splits[-1], c))) for c in grid.average])
         avg = None if a is None else (a, None, None, h)  # computed here, no file to link
         cells += [avg, *(mets.get(k) for _, k in grid.joined)]
         if vs:
@@ -366,7 +361,7 @@ def headline(rows, grid: Grid) -> list[str]:
     out = []
     ranked = sorted(avg.items(), key=lambda kv: -kv[1])
     (bm, bp), best = ranked[0]
-    halves = {k: mean_half([_h(rows[k].get(grid.key(last, c))) for c in grid.average]) for k in avg}
+    halves = {k: mean_half([entry_half(rows[k].get(grid.key(last, c))) for c in grid.average]) for k in avg}
     said = (f"Best out-of-distribution binding: {bp} on {bm}, {100 * best:.1f}% {grid.metric} score on average "
             f"over {over}")
     if len(ranked) > 1:

@@ -121,14 +121,14 @@ def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
         for h in head:
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for row in rows:
-            t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], _h(e))
+            t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
                                         for e in row[2:]])
         console.print(t)
 
 
-def _h(entry: tuple) -> float | None:
-    """The half-width an entry (value, ref, key[, half]) carries."""
-    return entry[3] if len(entry) > 3 else None
+def entry_half(entry: tuple | None) -> float | None:
+    """The half-width of the 95% interval a table entry (value, ref, key[, half]) carries."""
+    return entry[3] if entry is not None and len(entry) > 3 else None
 
 
 def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[str], list[list]] | None:
@@ -222,7 +222,7 @@ def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) 
     for h in head:
         t.add_column(h, justify="left" if h in ("benchmark", "score") else "right")
     for row in rows:
-        t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], _h(e))
+        t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
                                     for e in row[2:]], end_section=row[0] != "suite average" and row is rows[-2])
     t.caption = note
     Console(width=max(150, Console().width)).print(t)
