@@ -34,7 +34,6 @@ from .worlds.clevr3d import WORLD as CLEVR3D
 from .worlds.flat import WORLD as FLAT
 
 FORMAT, VERSION = "unbag-ctrl", FLAT.ctrl_version
-VERSION_3D = CLEVR3D.ctrl_version
 
 
 def png_bytes(arr: np.ndarray) -> bytes:
@@ -136,7 +135,7 @@ def item3d_record(item, image_paths: list[str], mask_paths: list[str]) -> dict:
 def meta3d_record(seed: int, px: int, per_category: int, categories: list[str]) -> dict:
     from .render3d import render_version
     from .swap3d import HELD_OUT as HELD_OUT3D
-    return {"format": FORMAT, "version": VERSION_3D, "style": CLEVR3D.name, "render": render_version(px), "seed": seed,
+    return {"format": FORMAT, "version": CLEVR3D.ctrl_version, "style": CLEVR3D.name, "render": render_version(px), "seed": seed,
             "size": px,
             "per_category": per_category, "categories": categories, "splits": list(SPLITS),
             "held_out": {k: sorted(f"{a} {b}" for a, b in v) for k, v in HELD_OUT3D.items()}}
