@@ -6,6 +6,9 @@ benchmark build draws it).
 
     .venv/bin/python bench/render_throughput.py --n 200 --procs 2
     .venv/bin/python bench/render_throughput.py --px 224      # a CLIP's side: edges-only 2x2 rays vs every ray
+
+Beside each 3D side it prints the render with every shadow ray traced (no cull by the objects'
+cones from the lights), which draws the same bytes.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ def _work(args: tuple[str, int, int, int]) -> tuple[float, float]:
     from unbag.world.scene3d import place, random_object
     if kind == "3d-every-ray":  # the render before 2x2 rays were traced only at edges (version 3 at every side)
         render3d.ADAPTIVE_PX = 10**9
+    if kind == "3d-every-shadow-ray":  # the render before shadow rays were culled (the same bytes)
+        render3d._may_shadow = lambda p, light, g: torch.ones(len(p), dtype=torch.bool)
     t = time.perf_counter()
     scenes = [place(rng, [random_object(rng) for _ in range(int(rng.integers(3, 7)))], px=64, draw=False)[0]
               for _ in range(n)]
@@ -64,6 +69,8 @@ def main() -> None:
         r, placed = rate("3d", px, n, a.procs)
         print(f"3D ray caster, {px} px: {r:.1f} images/s ({a.procs} processes); flat / 3D = {flat / r:.1f}; "
               f"CLEVR placement (3-6 objects, visibility at 64 px): {placed:.1f} scenes/s")
+        every_shadow, _ = rate("3d-every-shadow-ray", px, n, a.procs)
+        print(f"  every shadow ray traced at {px} px: {every_shadow:.1f} images/s; culled / every = {r / every_shadow:.2f}x")
         from unbag.world.render3d import ADAPTIVE_PX
         if px >= ADAPTIVE_PX:
             every, _ = rate("3d-every-ray", px, n, a.procs)

@@ -120,6 +120,48 @@ def test_large_pictures_trace_their_2x2_rays_only_at_edges(monkeypatch):
     assert diff.max() <= 10 and (diff > 2).mean() < 0.005 and (diff == 0).mean() > 0.9
 
 
+def test_render_version_4_keeps_its_pixels():
+    """Version 4's pictures (edge-only 2x2 rays), pinned at ADAPTIVE_PX as version 3's are at 64 px;
+    the hash was made before shadow rays were culled, which moved no byte."""
+    from unbag.world.render3d import ADAPTIVE_PX, picture, render_version
+    from unbag.world.swap3d import build_item
+    h = hashlib.sha256()
+    for cat in ("color", "relation"):
+        for scene in build_item(0, "ood", cat, 0, px=64).scenes:
+            h.update(picture(scene, ADAPTIVE_PX).tobytes())
+    assert ADAPTIVE_PX == 160 and render_version(ADAPTIVE_PX) == 4
+    assert h.hexdigest() == "489697ed65351012e25e391cb843f120d27c435c840993f3349adb8ee332ec99"
+
+
+def test_culled_shadow_rays_give_the_shadows_of_tracing_every_ray():
+    """in_shadow traces only the rays inside an object's bounding cone from the light (and every
+    ray from beyond SHADOW_NEAR): the same answers as testing every ray against every object."""
+    from unbag.world.render3d import SHADOW_NEAR, _may_shadow
+    rng = np.random.default_rng(4)
+    gen = torch.Generator().manual_seed(4)
+    culled = 0
+    for _ in range(6):
+        cam, lights = jittered(rng)
+        objs = [Obj3D(shape, "red", size, "rubber", float(x), float(y), float(a)) for shape, size, x, y, a in zip(
+            rng.choice(["sphere", "cube", "cylinder"], 4), rng.choice(["large", "small"], 4),
+            rng.uniform(-3, 3, 4), rng.uniform(-3, 3, 4), rng.uniform(0, math.pi, 4))]
+        g = _objects(_scene(*objs, camera=cam))
+        near = torch.rand(6000, 3, generator=gen) * torch.tensor([10.0, 10.0, 1.6]) - torch.tensor([5.0, 5.0, 0.0])
+        far = torch.tensor([[SHADOW_NEAR * 3, 7.0, 1e-3], [-9000.0, 2.0e4, 1e-3]])
+        p = torch.cat([near, far])
+        for lt in lights:
+            light = torch.tensor(lt.position)
+            to = light[None] - p
+            dist = to.norm(dim=-1)
+            every = intersect(p, to / dist[:, None], g).min(-1).values < dist
+            traced = _may_shadow(p, light, g)
+            assert torch.equal(in_shadow(p, light, g), every) and traced[-2:].all()
+            culled += int((~traced).sum())
+            lit = torch.rand(len(p), generator=gen) > 0.5  # the answers asked for; the rest read False
+            assert torch.equal(in_shadow(p, light, g, lit), every & lit)
+    assert culled > 0.5 * 6 * 3 * 6000 and 0 < int(every.sum()) < len(p)  # most rays are culled, some shadowed
+
+
 @pytest.mark.parametrize("shape", ["cube", "sphere", "cylinder"])
 def test_metal_and_rubber_differ_on_every_shape(shape):
     """The same object in metal and in rubber gives other pixels (measured: 16-33 of 255 on average

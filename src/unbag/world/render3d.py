@@ -256,14 +256,49 @@ def trace(o: torch.Tensor, d: torch.Tensor, g: dict[str, torch.Tensor]) -> tuple
     return t, torch.where(torch.isinf(t), torch.full_like(idx, -2), hit)
 
 
-def in_shadow(p: torch.Tensor, light: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Whether an object stands between each point [R, 3] and a point light [3]."""
-    if not g["c"].shape[0]:
-        return torch.zeros(len(p), dtype=torch.bool)
-    to = light[None] - p
-    dist = to.norm(dim=-1)
-    t, _ = intersect(p, to / dist[:, None], g).min(-1)
-    return t < dist
+# Shadow rays are culled: a point's ray to a light is traced only when it runs inside the cone
+# from the light around some object's bounding sphere (widened by SHADOW_MARGIN, far more than
+# float rounding moves it), which costs a dot product per point and object where the exact tests
+# cost many. The cull is conservative, so the shadows are those of tracing every ray, to the byte:
+# at 224 px 16% of the shadow rays are traced. Points SHADOW_NEAR or more from the light (the floor
+# towards the horizon, up to ~20,000 units away in the top rows) are always traced: there float32
+# cannot resolve the geometry (tracing finds spurious shadows from about 7,000 units out, in 40
+# million points of 60 scenes), and the render keeps what tracing them gives.
+SHADOW_MARGIN = 1e-2
+SHADOW_NEAR = 1000.0
+
+
+def _may_shadow(p: torch.Tensor, light: torch.Tensor, g: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Whether the ray from each point [R, 3] to the light may meet an object [R]: it lies inside an
+    object's cone (its bounding sphere seen from the light) or the point is SHADOW_NEAR or more from the light."""
+    a = g["c"] - light[None]  # [N, 3]
+    far = a.norm(dim=-1)
+    reach = torch.tensor([1.0, BOUND[1], BOUND[2]])[g["kind"]] * g["h"] + SHADOW_MARGIN
+    if bool((reach >= far).any()):  # a light inside a bounding sphere: no cone to cull by
+        return torch.ones(len(p), dtype=torch.bool)
+    cos = (1 - (reach / far) ** 2).sqrt()  # each cone's half-angle, as its cosine
+    v = torch.stack([p[:, 0] - light[0], p[:, 1] - light[1], p[:, 2] - light[2]])  # [3, R]: whole planes are fast
+    vv = _dot(v, v)
+    # inside object j's cone: v . a_j / |a_j| >= cos_j |v|, the largest left side over j scaled by 1 / cos_j
+    return (((a / (far * cos)[:, None]) @ v).amax(0) >= vv.sqrt()) | (vv >= SHADOW_NEAR ** 2)
+
+
+def in_shadow(p: torch.Tensor, light: torch.Tensor, g: dict[str, torch.Tensor],
+              lit: torch.Tensor | None = None) -> torch.Tensor:
+    """Whether an object stands between each point [R, 3] and a point light [3] (`lit`: the points
+    whose answer is wanted, False for the rest)."""
+    out = torch.zeros(len(p), dtype=torch.bool)
+    if not g["c"].shape[0] or not len(p):
+        return out
+    traced = _may_shadow(p, light, g)
+    rows = (traced if lit is None else traced & lit).nonzero()[:, 0]
+    if len(rows):
+        pr = p[rows]
+        to = light[None] - pr
+        dist = to.norm(dim=-1)
+        t, _ = intersect(pr, to / dist[:, None], g).min(-1)
+        out[rows] = t < dist
+    return out
 
 
 def environment(d: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -281,17 +316,24 @@ def environment(d: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
 def _shade(p, n, view, albedo, metal, g, lights, shadows: bool) -> torch.Tensor:
     """Ambient + Lambert (+ shadow rays) + Blinn-Phong from each light, per point."""
     out = albedo * AMBIENT
+    lifted = p + n * 1e-3  # shadow rays leave from just above the surface
+    any_metal = bool(metal.any())
     for pos, inten in lights:
         to = pos[None] - p
         dist = to.norm(dim=-1, keepdim=True)
         ldir = to / dist
         lam = _dot(n.T, ldir.T)[:, None].clamp_min(0)
-        vis = (~in_shadow(p + n * 1e-3, pos, g)).float()[:, None] if shadows else torch.ones_like(lam)
+        facing = lam > 0  # a point facing away gets nothing from this light, shadowed or not
+        vis = (~in_shadow(lifted, pos, g, facing[:, 0])).float()[:, None] if shadows else torch.ones_like(lam)
         hv = ldir + view
         hv = hv / hv.norm(dim=-1, keepdim=True).clamp_min(1e-9)
         nh = _dot(n.T, hv.T)[:, None].clamp_min(0)
-        spec = torch.where(metal, 1.2 * nh ** 80 + 0.5 * nh ** 16, 0.06 * nh ** 12)
-        out = out + vis * inten * (albedo * lam * torch.where(metal, 0.15, 1.0) + spec * (lam > 0))
+        if any_metal:
+            spec = torch.where(metal, 1.2 * nh ** 80 + 0.5 * nh ** 16, 0.06 * nh ** 12)
+            diffuse = albedo * lam * torch.where(metal, 0.15, 1.0)
+        else:  # the same values, without the metal terms' arithmetic (the floor, rubber)
+            spec, diffuse = 0.06 * nh ** 12, albedo * lam
+        out = out + vis * inten * (diffuse + spec * facing)
     return out
 
 
