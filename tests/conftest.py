@@ -1,6 +1,8 @@
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# generated benchmarks are drawn afresh in the tests; tests/world/test_cache.py turns the cache on
+os.environ["UNBAG_CACHE"] = "off"
 
 import io  # noqa: E402
 import json  # noqa: E402

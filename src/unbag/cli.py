@@ -179,7 +179,7 @@ def _world_build(a: argparse.Namespace) -> None:
     out = build(a.out, seed=a.seed, per_category=a.per_category, px=a.size,
                 categories=a.categories.split(",") if a.categories else None, progress=not a.quiet,
                 overwrite=a.overwrite, style=a.style, procs=a.procs, device=a.device)
-    print(f"benchmark written to {out}")
+    print(f"benchmark in {out}")  # written, or kept where it was up to date (build says which)
 
 
 def _world_pool(a: argparse.Namespace) -> None:
@@ -333,7 +333,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     b.add_argument("--device", default="cpu", help="cpu | cuda: where the 3D world's ray caster runs (cuda: one "
                    "process; the same pictures up to float rounding, docs/world3d.md)")
     b.add_argument("--quiet", action="store_true")
-    _add_overwrite(b)
+    b.add_argument("--overwrite", action="store_true", help="replace --out even if it holds files unbag did not "
+                   "write, and draw again a folder already built from the same recipe (without it that one is kept)")
     b.set_defaults(fn=_world_build)
     pl = w.add_parser("pool", help="render a 3D training stream once, for --data pool:DIR")
     pl.add_argument("--out", required=True)

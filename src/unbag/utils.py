@@ -45,16 +45,30 @@ def tree(folder: Path) -> list[str]:
     return sorted(out)
 
 
-def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]", grows: bool = False) -> None:
+def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]", grows: bool = False,
+         recipe: dict | None = None) -> None:
     """Record in `folder` that `kind` wrote it, its top-level entries `files` and, under "tree",
     every entry below them: what a later run may replace without asking. `grows`: a folder unbag
-    adds to as it goes (a plan's), whose top-level names alone are recorded."""
+    adds to as it goes (a plan's), whose top-level names alone are recorded. `recipe`: what made
+    it, for `up_to_date`."""
     if grows:
         record = {"kind": kind, "files": sorted(files), "grows": True}
     else:
         record = {"kind": kind, "files": sorted(files),
                   "tree": [e for e in tree(folder) if e.split("/")[0] in set(files) and e != MARKER]}
+    if recipe is not None:
+        record["recipe"] = recipe
     atomic_write(folder / MARKER, json.dumps(record) + "\n")
+
+
+def up_to_date(out: str | os.PathLike, kind: str, recipe: dict) -> bool:
+    """Whether `out` is a folder `kind` wrote whole from this `recipe` and every entry it wrote is
+    still there (what it holds is not read again: an edited file goes unnoticed)."""
+    out = Path(os.path.expanduser(out))
+    made = _marker(out) if out.is_dir() else None
+    if not made or made.get("kind") != kind or made.get("recipe") != recipe or "tree" not in made:
+        return False
+    return all((out / e).exists() for e in made["files"] + made["tree"])
 
 
 def _marker(folder: Path) -> dict | None:
@@ -309,16 +323,16 @@ def atomic_files(files: "list[tuple[Path, str | bytes]]") -> None:
 
 @contextlib.contextmanager
 def atomic_dir(out: str | os.PathLike, kind: str, overwrite: bool = False,
-               known: tuple[str, ...] = (), inputs: "tuple | list" = ()) -> Iterator[Path]:
+               known: tuple[str, ...] = (), inputs: "tuple | list" = (), recipe: dict | None = None) -> Iterator[Path]:
     """Yield a temporary sibling directory that replaces `out` only if the block succeeds; `out`
-    is checked first (`check_out`) and marked as written by `kind`."""
+    is checked first (`check_out`) and marked as written by `kind` (from `recipe`, when given)."""
     out = check_out(out, kind, overwrite, known, inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700 whatever the umask
         yield tmp
-        mark(tmp, kind, [p.name for p in tmp.iterdir()])
+        mark(tmp, kind, [p.name for p in tmp.iterdir()], recipe=recipe)
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             out.rename(old)

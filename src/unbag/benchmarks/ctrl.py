@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import UnbagError, where
 from ..utils import parse_json, read_json, read_text
+from ..world import cache
 from ..world.io import FORMAT, VERSION
 from ..world.styles import WORLDS, render_procs, size, world
 from .base import Benchmark, Item
@@ -15,8 +16,9 @@ DEFAULT_PER_CATEGORY = 400
 
 
 def _item(sw, images: list[np.ndarray], fields: dict) -> Item:
-    """The benchmark item of a SWAP item, its two pictures and its record fields (held decoded:
-    every protocol reads arrays at the model's size directly)."""
+    """The benchmark item of a SWAP item (or what world/cache.py keeps of one: its id, split,
+    category and captions), its two pictures and its record fields (held decoded: every protocol
+    reads arrays at the model's size directly)."""
     return Item(id=sw.id, images=images, captions=sw.captions, group={"split": sw.split, "category": sw.category},
                 meta=fields)
 
@@ -34,20 +36,22 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int |
     world's size): the pixels of `unbag world build` (of some `categories` only, when given), over
     `procs` processes (None: the machine's cores where the world pays for them and there are 20
     items a category or more; the same bytes for any number), or on a GPU `device` (the same
-    pictures up to float rounding)."""
+    pictures up to float rounding); items drawn before with the same recipe are read from the
+    cache (world/cache.py)."""
     w = world(style)
     px = w.px if px is None else px
     if procs is None:
         procs = render_procs() if w.parallel and per_category >= 20 else 1
-    items = [_item(*got) for got in w.swap_items(seed, per_category, px, categories, procs, device=device)]
+    items = [_item(*got) for got in cache.swap_items(w, seed, per_category, px, categories, procs, device=device)]
     return _benchmark(items, px, w.name, {"seed": seed, "per_category": per_category})
 
 
 def validation(seed: int, per_category: int, px: int, style: str | None = None) -> Benchmark:
     """In-distribution SWAP items of every category of a world (`seed`: one the test and the
-    feature caches do not use), rendered at px: the split a trainer selects checkpoints on."""
+    feature caches do not use), rendered at px (or read from the cache): the split a trainer
+    selects checkpoints on."""
     w = world(style)
-    items = [_item(*got) for got in w.swap_items(seed, per_category, px, split="id")]
+    items = [_item(*got) for got in cache.swap_items(w, seed, per_category, px, split="id")]
     return _benchmark(items, px, w.name, {"seed": seed, "per_category": per_category, "split": "id"})
 
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 from rich.progress import track
 
-from ..utils import atomic_dir
+from ..utils import atomic_dir, up_to_date
+from . import cache
 from .render import RENDER_VERSION, render
 from .scene import HELD_OUT
 from .styles import check_render, size, world
@@ -74,7 +76,9 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
     """Write the benchmark to `out` atomically (a failed build leaves nothing behind) in the world
     `style` (a world/worlds/ name; None: the default world) at px (None: the world's size);
     3d renders CLEVR scenes over `procs` processes (the same bytes for any number), or on a GPU
-    `device` (the same pictures up to float rounding)."""
+    `device` (the same pictures up to float rounding). A folder this command wrote from the same
+    recipe (world, seed, size, items, render version, device kind, world code), whole, is kept as
+    it is unless `overwrite`."""
     from ..errors import UnbagError
     from ..utils import at_least
     px = size(style) if px is None else px
@@ -88,7 +92,16 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
     for c in categories:
         if c not in CATEGORIES:
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
-    return world(style).part("build")(out, seed, per_category, px, categories, progress, overwrite, procs, device)
+    w = world(style)
+    recipe = {"world": w.name, "seed": seed, "size": px, "per_category": per_category, "categories": categories,
+              "render": w.render_version(px), "device": cache.recipe(w, seed, px, device)["device"],
+              "code": cache.code_version()}
+    if not overwrite and up_to_date(out, "world build", recipe):
+        if progress:
+            print(f"world build: {out} is up to date (the same world, seed, size, items, render version and world "
+                  "code); nothing drawn (--overwrite draws it again)", file=sys.stderr)
+        return Path(os.path.expanduser(out))
+    return w.part("build")(out, seed, per_category, px, categories, progress, overwrite, procs, device, recipe)
 
 
 def flat_item(job: tuple) -> tuple:
@@ -101,10 +114,10 @@ def flat_item(job: tuple) -> tuple:
 
 
 def build_flat(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,
-               procs: int = 1, device: str | None = None) -> Path:
+               procs: int = 1, device: str | None = None, recipe: dict | None = None) -> Path:
     """The flat world's `build` (format version 1; drawn here: a flat picture costs ~1 ms)."""
     total = len(SPLITS) * len(categories) * per_category
-    with atomic_dir(out, "world build", overwrite) as tmp:
+    with atomic_dir(out, "world build", overwrite, recipe=recipe) as tmp:
         (tmp / "images").mkdir()
         lines = []
         items = generate(seed, per_category, categories)
@@ -185,10 +198,10 @@ def items3d(seed: int, per_category: int, px: int, categories: list[str], procs:
 
 
 def build3d(out, seed: int, per_category: int, px: int, categories: list[str], progress: bool, overwrite: bool,
-            procs: int = 1, device: str | None = None) -> Path:
+            procs: int = 1, device: str | None = None, recipe: dict | None = None) -> Path:
     """The 3D style of `build` (format version 2)."""
     total = len(SPLITS) * len(categories) * per_category
-    with atomic_dir(out, "world build", overwrite) as tmp:
+    with atomic_dir(out, "world build", overwrite, recipe=recipe) as tmp:
         (tmp / "images").mkdir()
         (tmp / "masks").mkdir()
         lines = []

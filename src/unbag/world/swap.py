@@ -15,6 +15,7 @@ import numpy as np
 
 from . import captions as cap
 from .scene import COLORS, HELD_OUT, MATERIALS, SHAPES, SIZES, Scene, place, random_attrs
+from .worlds import item_id
 
 CATEGORIES = ("color", "size", "material", "count", "relation")
 SPLITS = ("id", "ood")
@@ -131,7 +132,7 @@ def build_item(seed: int, split: str, category: str, index: int) -> SwapItem:
         scenes, texts = made
         has_held_out = any(s.held_out() for s in scenes)
         if (ood and _relevant_held_out(scenes, category)) or (not ood and not has_held_out):
-            return SwapItem(id=f"{split}-{category}-{index:04d}", split=split, category=category,
+            return SwapItem(id=item_id(split, category, index), split=split, category=category,
                             scenes=scenes, captions=[t for t, _ in texts],
                             segments=[s for _, s in texts])
     raise RuntimeError(f"could not build {split}/{category} item {index}")

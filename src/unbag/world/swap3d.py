@@ -26,6 +26,7 @@ import numpy as np
 from . import captions as cap
 from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, visible
 from .scene3d import MATERIALS3D, SHAPES3D, TRIES, min_visible, placed
+from .worlds import item_id
 from .worlds.clevr3d import PX as PX_3D
 
 CATEGORIES = ("color", "size", "material", "count", "relation")
@@ -212,7 +213,7 @@ def build_item(seed: int, split: str, category: str, index: int, px: int = PX_3D
         maps = [_visible(s, px) for s in scenes]
         if any(m is None for m in maps):
             continue
-        return SwapItem3D(f"{split}-{category}-{index:04d}", split, category, scenes, [t for t, _ in texts],
+        return SwapItem3D(item_id(split, category, index), split, category, scenes, [t for t, _ in texts],
                           [s for _, s in texts], maps, px)
     raise RuntimeError(f"could not build 3D {split}/{category} item {index}")
 

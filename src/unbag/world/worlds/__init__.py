@@ -24,6 +24,7 @@ class World:
     ctrl_version: int  # the version a built ctrl folder of this world records (docs/ctrl-format.md)
     masks: bool  # whether a built ctrl folder carries instance masks
     parallel: bool  # whether drawing pays for worker processes (a 3D scene costs ~45 ms, a flat one ~1)
+    cached: bool = False  # whether the items it draws for a generated ctrl are kept on disk (world/cache.py)
     sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/config.py SGIConfig)
     renderer: str = ""  # module with render_version(px): the version of the pixels it draws at a side
     stream: str = ""  # module with sample, twin, distribution, describe and DISTRIBUTIONS
@@ -35,7 +36,8 @@ class World:
     held_out: str = ""  # obj -> the held-out combinations it shows
     item: str = ""  # (seed, split, category, index, px, device) -> (SwapItem, [RGB arrays], record fields)
     boxes: str = ""  # (scene, px) -> each object's visible box [x0, y0, x1, y1] or None
-    build: str = ""  # writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite, procs, device)
+    # writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite, procs, device, recipe)
+    build: str = ""
 
     def part(self, name: str) -> Any:
         """The module or attribute a field names, imported when first asked."""
@@ -78,6 +80,11 @@ class World:
 
     def object_boxes(self, scene, px: int) -> list:
         return self.part("boxes")(scene, px)
+
+
+def item_id(split: str, category: str, index: int) -> str:
+    """A SWAP item's id in every world: '{split}-{category}-{index:04d}' (ood-color-0003)."""
+    return f"{split}-{category}-{index:04d}"
 
 
 def ordered_map(fn: Callable, jobs: list, procs: int, chunksize: int = 4) -> Iterator:

@@ -25,6 +25,7 @@ WORLD = World(
     ctrl_version=2,
     masks=True,
     parallel=True,
+    cached=True,
     sgi=SGI,
     renderer="render3d",
     stream="stream3d",

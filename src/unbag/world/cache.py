@@ -1,0 +1,127 @@
+"""Drawn SWAP items kept on disk, so a generated benchmark is drawn once per machine, not per run.
+
+A world whose pictures cost more to draw than to read (`World.cached`: the 3D world, ~35 ms a
+224 px picture on one core) keeps each item it draws for a generated ctrl under
+
+    CACHE/ctrl/WORLD/SIZEpx-rRENDER-seedSEED-DEVICE-CODE/ITEM_ID.npz
+
+CACHE is $UNBAG_CACHE (`off`: keep nothing), else $XDG_CACHE_HOME/unbag, else ~/.cache/unbag.
+An item is read back only when everything that drew it is the same: the world, the seed, the
+picture side, the render version at that side, the device kind (a GPU's pixels differ from the
+CPU's by rounding) and CODE, a hash of the world package's source (a change to how scenes are
+placed or captioned that forgot to bump a version draws again). The item count is not part of
+the key: items are drawn one by one from (seed, split, category, index), so 400 items a
+category reuse the first 100's files. Each file is written whole (a temporary file renamed), so
+a run stopped half-way leaves only whole items; one that cannot be read is drawn again.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+import numpy as np
+
+from ..utils import atomic_write
+from .worlds import World, item_id, ordered_map
+
+
+class Drawn(NamedTuple):
+    """What a generated benchmark reads of a drawn SWAP item besides its pictures and fields."""
+    id: str
+    split: str
+    category: str
+    captions: list
+
+
+def root() -> Path | None:
+    """The cache's folder ($UNBAG_CACHE, $XDG_CACHE_HOME/unbag or ~/.cache/unbag); None when
+    UNBAG_CACHE is `off`."""
+    env = os.environ.get("UNBAG_CACHE")
+    if env is not None and env.strip().lower() in ("off", "0", "no", "false", ""):
+        return None
+    if env:
+        return Path(os.path.expanduser(env))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "unbag"
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A short hash of the world package's Python source (every module under unbag/world)."""
+    here = Path(__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(here.rglob("*.py")):
+        h.update(f.relative_to(here).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def recipe(w: World, seed: int, px: int, device: str | None = None) -> dict:
+    """Everything that decides a drawn item's bytes besides its id."""
+    kind = "cpu" if device is None else str(device).split(":")[0]
+    return {"world": w.name, "seed": seed, "size": px, "render": w.render_version(px), "device": kind,
+            "code": code_version()}
+
+
+def folder(w: World, seed: int, px: int, device: str | None = None) -> Path | None:
+    """Where the items of this recipe are kept; None when the cache is off or the world draws
+    faster than it would read."""
+    base = root()
+    if base is None or not w.cached:
+        return None
+    r = recipe(w, seed, px, device)
+    return base / "ctrl" / w.name / f"{px}px-r{r['render']}-seed{seed}-{r['device']}-{r['code']}"
+
+
+def _save(path: Path, drawn: Drawn, images: list[np.ndarray], fields: dict) -> None:
+    record = json.dumps({"item": drawn._asdict(), "fields": fields})
+    buf = io.BytesIO()
+    np.savez_compressed(buf, images=np.stack(images), record=np.array(record))
+    atomic_write(path, buf.getvalue())
+
+
+def _load(path: Path, item_id: str, px: int) -> tuple[Drawn, list[np.ndarray], dict] | None:
+    """A kept item, or None where its file is missing, unreadable or not this item's."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            images, record = z["images"], json.loads(str(z["record"]))
+        drawn = Drawn(**record["item"])
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return None
+    if drawn.id != item_id or images.shape != (2, px, px, 3) or images.dtype != np.uint8:
+        return None
+    return drawn, list(images), record["fields"]
+
+
+def _fresh(got: tuple) -> tuple[Drawn, list[np.ndarray], dict]:
+    """A just-drawn item in the form a kept one is read back in (its fields through JSON)."""
+    item, images, fields = got
+    return (Drawn(item.id, item.split, item.category, list(item.captions)), [np.asarray(im) for im in images],
+            json.loads(json.dumps(fields)))
+
+
+def swap_items(w: World, seed: int, per_category: int, px: int, categories: list[str] | None = None,
+               procs: int = 1, split: str | None = None, device: str | None = None) -> Iterator[tuple]:
+    """`World.swap_items` through the cache: (Drawn, [2 pictures], fields) of every item in file
+    order, the kept ones read and only the others drawn (over `procs` processes) and kept."""
+    where = folder(w, seed, px, device)
+    if where is None:
+        yield from map(_fresh, w.swap_items(seed, per_category, px, categories, procs, split, device))
+        return
+    cats = [c for c in w.categories() if categories is None or c in categories]
+    jobs = [(seed, s, c, i, px, device) for s in ([split] if split else w.splits()) for c in cats
+            for i in range(per_category)]
+    path = {job: where / f"{item_id(*job[1:4])}.npz" for job in jobs}
+    kept = {job for job in jobs if path[job].is_file()}
+    on_gpu = device is not None and not str(device).startswith("cpu")
+    drawing = ordered_map(w.part("item"), [j for j in jobs if j not in kept], 1 if on_gpu else procs)
+    for job in jobs:
+        got = _load(path[job], item_id(*job[1:4]), px) if job in kept else None
+        if got is None:  # not kept, or kept but unreadable: drawn (here, for the rare unreadable one)
+            got = _fresh(next(drawing) if job not in kept else w.part("item")(job))
+            _save(path[job], *got)
+        yield got
