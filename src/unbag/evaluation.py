@@ -241,7 +241,7 @@ def evaluate(model: str | Backend, bench: str | Benchmark, protocol: str = "glob
         backend = model if isinstance(model, Backend) else models.load(model, device=device)
         model_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        bench = benchmarks.load(bench, seed=seed, outside_root=images_outside_root,
+        bench = benchmarks.load(bench, seed=seed, outside_root=images_outside_root, progress=progress,
                                 px=benchmarks.drawn_size(bench, min(backend.image_size)), device=str(backend.device))
     b = bench if isinstance(bench, (Benchmark, RetrievalSet, ClassificationSet)) else \
         benchmarks.load(bench, seed=seed, outside_root=images_outside_root)

@@ -203,7 +203,7 @@ def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, 
     features while the model, data, n and seed are unchanged."""
     from . import models
     from .heads import head_class
-    from .heads.extract import extract, is_caption_data
+    from .heads.extract import DEFAULT_N, extract, is_caption_data
     from .heads.train import head_config, train_head
 
     out = root / "train" / name
@@ -222,7 +222,7 @@ def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, 
     same = saved is not None and all(saved.get(k) == entry.get(k) for k in HEAD_ENTRY) and saved["method"] == method
     if not (same and (features / "index.json").is_file()):  # each replaces only its own earlier output
         features = extract(lambda: models.load(model, device=device), features, opts["data"],
-                           n=int(opts.get("n", 20000)), seed=opts.get("seed"), regions=regions, progress=progress)
+                           n=int(opts.get("n", DEFAULT_N)), seed=opts.get("seed"), regions=regions, progress=progress)
     cfg = head_config(method, {k: v for k, v in opts.items() if k not in HEAD_ENTRY})
     head = train_head(features, cfg, out / "head", progress=progress)
     atomic_write(record, json.dumps(entry, indent=2) + "\n")
@@ -303,6 +303,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                 if (spec, px) not in loaded:  # generate/read each benchmark (at each side) once per run;
                     while len(loaded) >= KEEP_LOADED:  # keep the last few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
+                    bar.update(task, cell=f"{m} · {b} · drawing or reading {spec}" + (f" at {px} px" if px else ""))
                     loaded[(spec, px)] = benchmarks.load(spec, seed=seed, per_category=sizes[spec], outside_root=outside,
                                                          px=px, device=str(backend.device))
                 res = evaluate(backend, loaded[(spec, px)], protocol=protocol, out=str(dest), seed=seed,

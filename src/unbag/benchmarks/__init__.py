@@ -53,7 +53,7 @@ def _ctrl_size(path: str, world: str | None, model_px: int | None) -> int | None
 
 
 def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | None, px: int | None = None,
-                device: str | None = None) -> Benchmark:
+                device: str | None = None, progress: bool = False) -> Benchmark:
     from ..world.styles import check_render
     from . import ctrl
     if path and not path.isdigit():
@@ -65,7 +65,7 @@ def _ctrl_sized(path: str, seed: int, per_category: int | None, style: str | Non
     if px is not None:
         check_render(px)
     n = ctrl.DEFAULT_PER_CATEGORY if per_category is None else per_category
-    return ctrl.generated(seed=seed, per_category=n, px=px, style=style, device=device)
+    return ctrl.generated(seed=seed, per_category=n, px=px, style=style, device=device, progress=progress)
 
 
 def _render_stamp(path: str, world: str | None = None, per_category: int | None = None, px: int | None = None) -> dict:
@@ -187,11 +187,11 @@ def kind(spec: str) -> Kind:
 
 
 def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None,
-         outside_root: bool = False, px: int | None = None, device: str | None = None):
+         outside_root: bool = False, px: int | None = None, device: str | None = None, progress: bool = False):
     """Load the benchmark a spec names (`seed`: the world seed of generated ones; `per_category`,
     `style` and `px`: the items per category and split, the world and the picture side of a
     generated one; the spec's own side, ctrl@WORLD:SIZE, wins over `px`; `device`: where a generated
-    one's pictures are drawn, None the CPU). Its `spec` is the one
+    one's pictures are drawn, None the CPU; `progress`: a bar while they are). Its `spec` is the one
     given (image root included) and its `info` records the image root and the files' fingerprint
     (`files_fingerprint`). Every image must lie inside the benchmark's folder or image root once
     links are followed (an absolute path, `../` or a link out of them is refused, naming the
@@ -212,7 +212,7 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     if k.worlds and style is not None and third is not None and resolve(style) != third:
         raise UnbagError(f"benchmark {spec!r} with style {style!r}: two worlds named")
     drawn = sized or (device is not None and k.sized is not None and generated(spec))
-    b = k.sized(path, seed, per_category, style or third, px, device) if drawn else k.loader(path, third, seed)
+    b = k.sized(path, seed, per_category, style or third, px, device, progress) if drawn else k.loader(path, third, seed)
     b.spec = spec
     for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
         for j, c in enumerate(it.captions):

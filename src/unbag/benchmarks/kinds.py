@@ -111,7 +111,7 @@ class Kind:
     item: Callable | None = None
     explain: tuple[str, ...] = ()
     # a generated benchmark of another size or world (spec's path, seed, items per category and
-    # split or None, style or None, picture side or None)
+    # split or None, style or None, picture side or None, device or None, progress bar or not)
     sized: Callable | None = None
     # the picture side a generated benchmark is drawn at for a model reading pictures of a given
     # side (spec's path, world or None, the model's side or None -> side, or None for its world's)

@@ -158,7 +158,10 @@ def extract_captions(backend: Backend, out: str | os.PathLike, data: str, n: int
     return Path(out)
 
 
-def extract(backend: Callable[[], Backend], out: str | os.PathLike, data: str, n: int = 20000,
+DEFAULT_N = 20000  # records a feature cache holds unless asked (a plan's head table: n)
+
+
+def extract(backend: Callable[[], Backend], out: str | os.PathLike, data: str, n: int = DEFAULT_N,
             seed: int | None = None, regions: bool = True, progress: bool = True, overwrite: bool = False) -> Path:
     """`unbag features`: the cache of `data` (a world stream or pool, swaps[@WORLD], or caption data
     as the trainer reads it), its spec checked before `backend()` loads the model."""

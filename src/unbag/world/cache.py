@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 import numpy as np
+from rich.progress import track
 
 from ..utils import atomic_write
 from .worlds import World, item_id, ordered_map
@@ -105,21 +106,25 @@ def _fresh(got: tuple) -> tuple[Drawn, list[np.ndarray], dict]:
 
 
 def swap_items(w: World, seed: int, per_category: int, px: int, categories: list[str] | None = None,
-               procs: int = 1, split: str | None = None, device: str | None = None) -> Iterator[tuple]:
+               procs: int = 1, split: str | None = None, device: str | None = None,
+               progress: bool = False) -> Iterator[tuple]:
     """`World.swap_items` through the cache: (Drawn, [2 pictures], fields) of every item in file
-    order, the kept ones read and only the others drawn (over `procs` processes) and kept."""
-    where = folder(w, seed, px, device)
-    if where is None:
-        yield from map(_fresh, w.swap_items(seed, per_category, px, categories, procs, split, device))
-        return
+    order, the kept ones read and only the others drawn (over `procs` processes, under a progress
+    bar when `progress`) and kept."""
     cats = [c for c in w.categories() if categories is None or c in categories]
     jobs = [(seed, s, c, i, px, device) for s in ([split] if split else w.splits()) for c in cats
             for i in range(per_category)]
+    where = folder(w, seed, px, device)
+    if where is None:
+        yield from track(map(_fresh, w.swap_items(seed, per_category, px, categories, procs, split, device)),
+                         total=len(jobs), description=f"drawing ctrl at {px} px", disable=not progress)
+        return
     path = {job: where / f"{item_id(*job[1:4])}.npz" for job in jobs}
     kept = {job for job in jobs if path[job].is_file()}
     on_gpu = device is not None and not str(device).startswith("cpu")
     drawing = ordered_map(w.part("item"), [j for j in jobs if j not in kept], 1 if on_gpu else procs)
-    for job in jobs:
+    bar = f"drawing ctrl at {px} px ({len(kept)} of {len(jobs)} kept in {where.parent.parent.parent})"
+    for job in track(jobs, description=bar, disable=not progress or len(kept) == len(jobs)):
         got = _load(path[job], item_id(*job[1:4]), px) if job in kept else None
         if got is None:  # not kept, or kept but unreadable: drawn (here, for the rare unreadable one)
             got = _fresh(next(drawing) if job not in kept else w.part("item")(job))
