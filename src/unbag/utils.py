@@ -62,13 +62,13 @@ def mark(folder: Path, kind: str, files: "list[str] | tuple[str, ...]", grows: b
 
 
 def up_to_date(out: str | os.PathLike, kind: str, recipe: dict) -> bool:
-    """Whether `out` is a folder `kind` wrote whole from this `recipe` and every entry it wrote is
-    still there (what it holds is not read again: an edited file goes unnoticed)."""
+    """Whether `out` is a folder `kind` wrote whole from this `recipe`, holding every entry it
+    wrote and nothing else (what it holds is not read again: an edited file goes unnoticed)."""
     out = Path(os.path.expanduser(out))
     made = _marker(out) if out.is_dir() else None
     if not made or made.get("kind") != kind or made.get("recipe") != recipe or "tree" not in made:
         return False
-    return all((out / e).exists() for e in made["files"] + made["tree"])
+    return all((out / e).exists() for e in made["files"] + made["tree"]) and not _foreign(out, made)
 
 
 def _marker(folder: Path) -> dict | None:

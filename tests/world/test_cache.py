@@ -104,5 +104,8 @@ def test_world_build_keeps_a_folder_built_from_the_same_recipe(tmp_path, monkeyp
     monkeypatch.undo()
     recipe = json.loads((out / ".unbag-output").read_text())["recipe"]
     assert up_to_date(out, "world build", recipe)
+    (out / "notes.txt").write_text("mine")  # a file it did not write: not as built (world build refuses it)
+    assert not up_to_date(out, "world build", recipe)
+    (out / "notes.txt").unlink()
     (out / "images" / "id-color-0000_0.png").unlink()  # a file it wrote has gone: built again
     assert not up_to_date(out, "world build", recipe)
