@@ -109,3 +109,13 @@ def test_world_build_keeps_a_folder_built_from_the_same_recipe(tmp_path, monkeyp
     (out / "notes.txt").unlink()
     (out / "images" / "id-color-0000_0.png").unlink()  # a file it wrote has gone: built again
     assert not up_to_date(out, "world build", recipe)
+
+
+def test_a_cache_that_cannot_be_written_is_warned_about_once(monkeypatch, tmp_path):
+    from unbag.errors import UnbagWarning
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("UNBAG_CACHE", str(blocker))
+    with pytest.warns(UnbagWarning, match="cannot keep drawn ctrl items") as caught:
+        b = ctrl.generated(seed=1, per_category=1, px=32, style="3d", procs=1, categories=["color"])
+    assert len(b.items) == 2 and len(caught) == 1 and blocker.read_text() == "not a folder"

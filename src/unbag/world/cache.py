@@ -12,7 +12,9 @@ CPU's by rounding) and CODE, a hash of the world package's source (a change to h
 placed or captioned that forgot to bump a version draws again). The item count is not part of
 the key: items are drawn one by one from (seed, split, category, index), so 400 items a
 category reuse the first 100's files. Each file is written whole (a temporary file renamed), so
-a run stopped half-way leaves only whole items; one that cannot be read is drawn again.
+a run stopped half-way leaves only whole items; one that cannot be read is drawn again. A cache
+that cannot be written (a read-only home, a full disk) is warned about once and the items are
+drawn as if it were off.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from typing import Iterator, NamedTuple
 import numpy as np
 from rich.progress import track
 
+from ..errors import warn
 from ..utils import atomic_write
 from .worlds import World, item_id, ordered_map
 
@@ -124,9 +127,16 @@ def swap_items(w: World, seed: int, per_category: int, px: int, categories: list
     on_gpu = device is not None and not str(device).startswith("cpu")
     drawing = ordered_map(w.part("item"), [j for j in jobs if j not in kept], 1 if on_gpu else procs)
     bar = f"drawing ctrl at {px} px ({len(kept)} of {len(jobs)} kept in {where.parent.parent.parent})"
+    writable = True
     for job in track(jobs, description=bar, disable=not progress or len(kept) == len(jobs)):
         got = _load(path[job], item_id(*job[1:4]), px) if job in kept else None
         if got is None:  # not kept, or kept but unreadable: drawn (here, for the rare unreadable one)
             got = _fresh(next(drawing) if job not in kept else w.part("item")(job))
-            _save(path[job], *got)
+            if writable:
+                try:
+                    _save(path[job], *got)
+                except OSError as e:
+                    writable = False
+                    warn(f"{where}: cannot keep drawn ctrl items there ({e.strerror or e}); drawing them without "
+                         "keeping them (set UNBAG_CACHE to a writable folder, or to off)")
         yield got
