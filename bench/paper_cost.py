@@ -109,15 +109,17 @@ def main() -> None:
 
     ft = TrainConfig.for_method("ft")
     heads = [t["method"] for t in table["train"].values() if t["method"] != "ft"]
-    regional = sum(head_class(h).attends == "regions" for h in heads)  # their COCO features hold SGI's regions
+    # heads on the same model and data share one extraction, apart by whether it holds SGI's regions
+    kinds = {head_class(h).attends == "regions" for h in heads}
+    regional = int(True in kinds)
     crops = photo_work["sgi"][0]  # SGI's images a photograph: its region crops (a SugarCrepe item holds one)
     ctrl_items = table["per_category"] * 5 * 2
     heads_rows = len(heads) + 1  # each head's protocol, and FT's model, read one image and caption an item's picture
     stages = {
         f"FT: {ft.steps} steps of {ft.batch_size} pairs (forward + backward ~ 3 forwards)":
             3 * ft.steps * ft.batch_size * (img + txt),
-        f"features for {len(heads)} heads: {DEFAULT_N} COCO images and captions each ({regional} with region crops)":
-            len(heads) * DEFAULT_N * (img + txt) + regional * DEFAULT_N * crops * img,
+        f"features for {len(heads)} heads, {len(kinds)} extractions of {DEFAULT_N} COCO images and captions "
+        f"({regional} with region crops)": len(kinds) * DEFAULT_N * (img + txt) + regional * DEFAULT_N * crops * img,
         f"ctrl ({ctrl_items} items, 2 pictures and 2 captions each): global, FT and {len(heads)} heads":
             (1 + heads_rows) * ctrl_items * 2 * (img + txt),
         "ctrl: SGI and the paper's SGI": sum(ctrl_items * (i * img + t * txt) for i, t in work.values()),

@@ -235,6 +235,29 @@ def test_a_plan_trains_a_head_on_caption_data_and_scores_with_it(tiny_bench, coc
     assert again["TFL"]["config"]["options"]["head_id"] != cells["TFL"]["config"]["options"]["head_id"]
 
 
+@pytest.mark.slow
+def test_heads_on_the_same_features_share_one_extraction(tiny_bench, coco_captions, tmp_path, monkeypatch):
+    from unbag import models
+    from unbag.heads import extract as extract_mod
+
+    calls = []
+    real = extract_mod.extract
+    monkeypatch.setattr(extract_mod, "extract", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    tiny = models.load("open_clip:unbag-tiny@random").save(tmp_path / "tiny")
+    table = '[train.{name}]\nmethod = "{method}"\nmodel = "tiny"\ndata = "' + coco_captions + '"\nn = {n}\nsteps = 2\nbatch_size = 4\n'
+    body = (f'out = "{tmp_path / "out"}"\n[models]\ntiny = "{tiny}"\n[benchmarks]\nctrl = "ctrl:{tiny_bench}"\n'
+            '[protocols]\nA = { protocol = "head:train.a", models = ["tiny"] }\nB = { protocol = "head:train.b", models = ["tiny"] }\n')
+    plan = tmp_path / "plan.toml"
+    plan.write_text(body + table.format(name="a", method="tflocal", n=8) + table.format(name="b", method="tfglobal", n=8))
+    got = {r["cell"]["protocol"]: r for r in run_plan(plan, progress=False)}
+    assert calls == [tmp_path / "out" / "train" / "a" / "features"] and set(got) == {"A", "B"}
+    head_b = json.loads((tmp_path / "out" / "train" / "b" / "head" / "head.json").read_text())
+    assert head_b["cache"] == str(tmp_path / "out" / "train" / "a" / "features")
+    plan.write_text(body + table.format(name="a", method="tflocal", n=8) + table.format(name="b", method="tfglobal", n=6))
+    run_plan(plan, progress=False)  # b asks for other features now: its own extraction
+    assert calls[1:] == [tmp_path / "out" / "train" / "b" / "features"]
+
+
 def test_a_protocol_naming_no_trained_head_is_refused(tmp_path):
     p = tmp_path / "p.toml"
     p.write_text("[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\nh = 'head:train.nope'\n")

@@ -196,11 +196,13 @@ TRAINED_HEAD = "head:train."  # a protocol scoring with the head a [train.NAME] 
 HEAD_ENTRY = ("model", "data", "n", "seed")  # a head table's fields besides the head's own options
 
 
-def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, model_specs: dict) -> Path:
+def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, model_specs: dict,
+               shared: dict | None = None) -> Path:
     """Train a [train.NAME] head once: the frozen features of its `data` on its `model` (a spec, or
     a plan model's name) cached in OUT/train/NAME/features, then the head in OUT/train/NAME/head;
     reused while the table is unchanged; a changed table trains the head again, on the same
-    features while the model, data, n and seed are unchanged."""
+    features while the model, data, n and seed are unchanged. `shared`: the features this run's
+    heads have, by what made them; a head asking for the same reads those, extracting nothing."""
     from . import models
     from .heads import head_class
     from .heads.extract import DEFAULT_N, extract, is_caption_data
@@ -213,16 +215,22 @@ def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, 
     entry = {"method": method, **opts, "model": model}
     record = out / "entry.json"
     saved = json.loads(record.read_text()) if record.is_file() else None
-    if saved == entry and (out / "head" / "head.json").is_file():
-        return out / "head"
-    out.mkdir(parents=True, exist_ok=True)
     features = out / "features"
+    n = int(opts.get("n", DEFAULT_N))
     # photos' region features cost SGI's region search per image: cached only for a head that reads them
     regions = head_class(method).attends == "regions" or not is_caption_data(opts["data"])
+    made_by = json.dumps([model, opts["data"], n, opts.get("seed"), regions])
+    shared = {} if shared is None else shared
+    if saved == entry and (out / "head" / "head.json").is_file():
+        if (features / "index.json").is_file():
+            shared.setdefault(made_by, features)
+        return out / "head"
+    out.mkdir(parents=True, exist_ok=True)
     same = saved is not None and all(saved.get(k) == entry.get(k) for k in HEAD_ENTRY) and saved["method"] == method
     if not (same and (features / "index.json").is_file()):  # each replaces only its own earlier output
-        features = extract(lambda: models.load(model, device=device), features, opts["data"],
-                           n=int(opts.get("n", DEFAULT_N)), seed=opts.get("seed"), regions=regions, progress=progress)
+        features = shared.get(made_by) or extract(lambda: models.load(model, device=device), features, opts["data"],
+                                                  n=n, seed=opts.get("seed"), regions=regions, progress=progress)
+    shared.setdefault(made_by, Path(features))
     cfg = head_config(method, {k: v for k, v in opts.items() if k not in HEAD_ENTRY})
     head = train_head(features, cfg, out / "head", progress=progress)
     atomic_write(record, json.dumps(entry, indent=2) + "\n")
@@ -255,10 +263,10 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     outside = bool(plan.get("images_outside_root", False))
     model_specs = dict(plan.get("models", {}))
     from .heads import HEADS
-    trained_heads = {}
+    trained_heads, features = {}, {}
     for name, table in plan.get("train", {}).items():
         if table.get("method") in HEADS:
-            trained_heads[name] = head_entry(name, table, root, progress, device, model_specs)
+            trained_heads[name] = head_entry(name, table, root, progress, device, model_specs, features)
         else:
             model_specs[name] = str(train_entry(name, table, root, progress, device))
     seed = int(plan.get("seed", 0))
