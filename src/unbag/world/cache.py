@@ -3,13 +3,14 @@
 A world whose pictures cost more to draw than to read (`World.cached`: the 3D world, ~35 ms a
 224 px picture on one core) keeps each item it draws for a generated ctrl under
 
-    CACHE/ctrl/WORLD/SIZEpx-rRENDER-seedSEED-DEVICE-CODE/ITEM_ID.npz
+    CACHE/ctrl/WORLD/SIZEpx-rRENDER-seedSEED-DEVICE-torchVERSION-CODE/ITEM_ID.npz
 
 CACHE is $UNBAG_CACHE (`off`: keep nothing), else $XDG_CACHE_HOME/unbag, else ~/.cache/unbag.
 An item is read back only when everything that drew it is the same: the world, the seed, the
 picture side, the render version at that side, the device kind (a GPU's pixels differ from the
-CPU's by rounding) and CODE, a hash of the world package's source (a change to how scenes are
-placed or captioned that forgot to bump a version draws again). The item count is not part of
+CPU's by rounding), torch's version (another may round differently) and CODE, a hash of the
+world package's source (a change to how scenes are placed or captioned that forgot to bump a
+version draws again). The item count is not part of
 the key: items are drawn one by one from (seed, split, category, index), so 400 items a
 category reuse the first 100's files. Each file is written whole (a temporary file renamed), so
 a run stopped half-way leaves only whole items; one that cannot be read is drawn again. A cache
@@ -65,10 +66,12 @@ def code_version() -> str:
 
 
 def recipe(w: World, seed: int, px: int, device: str | None = None) -> dict:
-    """Everything that decides a drawn item's bytes besides its id."""
+    """Everything that decides a drawn item's bytes besides its id (torch's version too: another
+    may round the renderer's last bits otherwise)."""
+    import torch
     kind = "cpu" if device is None else str(device).split(":")[0]
     return {"world": w.name, "seed": seed, "size": px, "render": w.render_version(px), "device": kind,
-            "code": code_version()}
+            "code": code_version(), "torch": torch.__version__}
 
 
 def folder(w: World, seed: int, px: int, device: str | None = None) -> Path | None:
@@ -78,7 +81,8 @@ def folder(w: World, seed: int, px: int, device: str | None = None) -> Path | No
     if base is None or not w.cached:
         return None
     r = recipe(w, seed, px, device)
-    return base / "ctrl" / w.name / f"{px}px-r{r['render']}-seed{seed}-{r['device']}-{r['code']}"
+    torch_version = r["torch"].replace("+", "_")
+    return base / "ctrl" / w.name / f"{px}px-r{r['render']}-seed{seed}-{r['device']}-torch{torch_version}-{r['code']}"
 
 
 def _save(path: Path, drawn: Drawn, images: list[np.ndarray], fields: dict) -> None:

@@ -77,8 +77,8 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
     `style` (a world/worlds/ name; None: the default world) at px (None: the world's size);
     3d renders CLEVR scenes over `procs` processes (the same bytes for any number), or on a GPU
     `device` (the same pictures up to float rounding). A folder this command wrote from the same
-    recipe (world, seed, size, items, render version, device kind, world code), whole, is kept as
-    it is unless `overwrite`."""
+    recipe (world, seed, size, items, render version, device kind, torch version, world code),
+    holding nothing else, is kept as it is unless `overwrite`."""
     from ..errors import UnbagError
     from ..utils import at_least
     px = size(style) if px is None else px
@@ -93,13 +93,11 @@ def build(out: str | os.PathLike, seed: int = 0, per_category: int = 400, px: in
         if c not in CATEGORIES:
             raise UnbagError(f"unknown category {c!r}; expected some of {', '.join(CATEGORIES)}")
     w = world(style)
-    recipe = {"world": w.name, "seed": seed, "size": px, "per_category": per_category, "categories": categories,
-              "render": w.render_version(px), "device": cache.recipe(w, seed, px, device)["device"],
-              "code": cache.code_version()}
+    recipe = cache.recipe(w, seed, px, device) | {"per_category": per_category, "categories": categories}
     if not overwrite and up_to_date(out, "world build", recipe):
         if progress:
-            print(f"world build: {out} is up to date (the same world, seed, size, items, render version and world "
-                  "code); nothing drawn (--overwrite draws it again)", file=sys.stderr)
+            print(f"world build: {out} is up to date (the same world, seed, size, items, render version, device, "
+                  "torch and world code); nothing drawn (--overwrite draws it again)", file=sys.stderr)
         return Path(os.path.expanduser(out))
     return w.part("build")(out, seed, per_category, px, categories, progress, overwrite, procs, device, recipe)
 
