@@ -56,8 +56,7 @@ def photos(root: Path) -> str:
 
     (root / "data").mkdir(parents=True)
     (root / "val2017").mkdir()
-    names = ["astronaut", "coffee", "chelsea", "rocket", "cat", "motorcycle_left" if hasattr(data, "motorcycle_left")
-             else "coins"]
+    names = ["astronaut", "coffee", "chelsea", "rocket", "cat", "coins"]
     items = {}
     for i, name in enumerate(names):
         Image.fromarray(getattr(data, name)()).convert("RGB").save(root / "val2017" / f"{i:012d}.jpg")

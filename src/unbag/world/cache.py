@@ -32,7 +32,7 @@ from rich.progress import track
 
 from ..errors import warn
 from ..utils import atomic_write
-from .worlds import World, item_id, ordered_map
+from .worlds import World, item_id
 
 
 class Drawn(NamedTuple):
@@ -118,18 +118,15 @@ def swap_items(w: World, seed: int, per_category: int, px: int, categories: list
     """`World.swap_items` through the cache: (Drawn, [2 pictures], fields) of every item in file
     order, the kept ones read and only the others drawn (over `procs` processes, under a progress
     bar when `progress`) and kept."""
-    cats = [c for c in w.categories() if categories is None or c in categories]
-    jobs = [(seed, s, c, i, px, device) for s in ([split] if split else w.splits()) for c in cats
-            for i in range(per_category)]
+    jobs = w.swap_jobs(seed, per_category, px, categories, split, device)
     where = folder(w, seed, px, device)
     if where is None:
-        yield from track(map(_fresh, w.swap_items(seed, per_category, px, categories, procs, split, device)),
-                         total=len(jobs), description=f"drawing ctrl at {px} px", disable=not progress)
+        yield from track(map(_fresh, w.draw(jobs, procs)), total=len(jobs), description=f"drawing ctrl at {px} px",
+                         disable=not progress)
         return
     path = {job: where / f"{item_id(*job[1:4])}.npz" for job in jobs}
     kept = {job for job in jobs if path[job].is_file()}
-    on_gpu = device is not None and not str(device).startswith("cpu")
-    drawing = ordered_map(w.part("item"), [j for j in jobs if j not in kept], 1 if on_gpu else procs)
+    drawing = w.draw([j for j in jobs if j not in kept], procs)
     bar = f"drawing ctrl at {px} px ({len(kept)} of {len(jobs)} kept in {where.parent.parent.parent})"
     writable = True
     for job in track(jobs, description=bar, disable=not progress or len(kept) == len(jobs)):

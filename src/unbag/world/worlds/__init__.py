@@ -72,9 +72,18 @@ class World:
                    procs: int = 1, split: str | None = None, device: str | None = None) -> Iterator[tuple]:
         """`swap_item` of every item in file order (split, category, index), over `procs` processes
         (the same bytes for any number; one process on a GPU device)."""
+        yield from self.draw(self.swap_jobs(seed, per_category, px, categories, split, device), procs)
+
+    def swap_jobs(self, seed: int, per_category: int, px: int, categories: list[str] | None = None,
+                  split: str | None = None, device: str | None = None) -> list[tuple]:
+        """The `item` jobs (seed, split, category, index, px, device) of every item in file order."""
         cats = [c for c in self.categories() if categories is None or c in categories]
-        jobs = [(seed, s, c, i, px, device) for s in ([split] if split else self.splits()) for c in cats
+        return [(seed, s, c, i, px, device) for s in ([split] if split else self.splits()) for c in cats
                 for i in range(per_category)]
+
+    def draw(self, jobs: list[tuple], procs: int = 1) -> Iterator[tuple]:
+        """`item` of each job in order, over `procs` processes (one where the jobs name a GPU)."""
+        device = jobs[0][5] if jobs else None
         on_gpu = device is not None and not str(device).startswith("cpu")
         yield from ordered_map(self.part("item"), jobs, 1 if on_gpu else procs)
 
