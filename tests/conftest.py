@@ -450,8 +450,8 @@ def colorswap_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def vismin_dir(tmp_path_factory):
-    """The vismin-bench kit: save_to_disk's data/ (two Arrow stream shards, state.json) and
-    solutions/sim_solution.csv; row 2's two images are the same picture (ties)."""
+    """The vismin-bench kit as it is today: save_to_disk's data/ (two Arrow stream shards,
+    state.json), no solution file; row 2's two images are the same picture (ties)."""
     import pyarrow as pa
 
     root = tmp_path_factory.mktemp("vismin")
@@ -470,10 +470,6 @@ def vismin_dir(tmp_path_factory):
     _json(test / "state.json", {"_data_files": [{"filename": n} for n in names], "_split": "test"})
     _json(test / "dataset_info.json", {})
     _json(root / "data" / "dataset_dict.json", {"splits": ["test"]})
-    (root / "solutions").mkdir()
-    (root / "solutions" / "sim_solution.csv").write_text(
-        "id,Text,Image,category\n" + "".join(f"{k},T0_I0 > T1_I0 & T1_I1 > T0_I1,T0_I0 > T0_I1 & T1_I1 > T1_I0,"
-                                             f"{r['category']}\n" for k, r in enumerate(rows)))
     return root
 
 

@@ -147,9 +147,10 @@ def _suite(a: argparse.Namespace) -> None:
     from .suite import not_applicable, run_suite
 
     protocols = a.protocol or ["global"]
+    failed: dict[str, str] = {}
     results, missing, found = run_suite(a.model, a.root, protocols, a.out, progress=not a.quiet,
                                         device=a.device or default_device(), precision=a.precision,
-                                        outside=a.images_outside_root)
+                                        outside=a.images_outside_root, all_items=a.all_items, failed=failed)
     if dist.rank() != 0:
         return
     print_matrix(results)  # each benchmark's own table, in its official columns
@@ -160,6 +161,8 @@ def _suite(a: argparse.Namespace) -> None:
         names = folders[folder]
         print(f"not found: {Path(a.root) / folder}/ ({', '.join(names)}); get it from "
               f"{benchmarks.BENCHMARKS[names[0]].release} (docs/benchmarks.md#{folder})")
+    for name, why in failed.items():
+        print(f"not scored: {name}: {why}")
     report = write_report([a.out], Path(a.out) / "report", title="unbag suite")
     print(f"results in {a.out}/results/, report at {report}/index.html")
 
@@ -485,6 +488,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     su.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16")
     su.add_argument("--images-outside-root", action="store_true", help="read images that lie outside their "
                     "benchmark's folder and image root (links included); the results record it")
+    su.add_argument("--all-items", action="store_true", help="also score the readings shown beside the suite and "
+                    "never averaged: VL-CheckList's every item (the suite's VL-CheckList is the official ITC run's, "
+                    "each file's first 1,000 items: vl-checklist-1k)")
     su.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     su.add_argument("--quiet", action="store_true")
     su.set_defaults(fn=_suite)

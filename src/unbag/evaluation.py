@@ -16,7 +16,7 @@ from .benchmarks.classification import ClassificationSet
 from .benchmarks.retrieval import RetrievalSet
 from .cache import JobCache
 from .errors import UnbagError, warn
-from .metrics.intervals import interval_config
+from .metrics.intervals import Part, interval_config
 from .metrics.retrieval import recall
 from .models.base import Backend, config_id, weights_id
 from .utils import at_least, atomic_files, check_file_out, items_hash, versions
@@ -151,6 +151,11 @@ def item_metrics(b, per_item: dict[str, torch.Tensor], parts: dict | None = None
             counts.update({k: v for k, v in c2.items() if "=" in k})
             if parts is not None:
                 parts.update({k: v for k, v in more.items() if "=" in k})
+    for key, of in b.composed.items():
+        if all(k in flat for k in of):
+            flat[key] = sum(w * flat[k] for k, w in of.items())
+            if parts is not None:
+                parts[key] = Part("macro", of=tuple(of), weights=tuple(of.values()))
     if b.breakdown is not None:
         flat.update(b.breakdown(per_item, b.items))
     return flat, ties, counts

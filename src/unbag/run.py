@@ -249,8 +249,11 @@ def run_folder(root: Path) -> Path:
     return root
 
 
-def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu") -> list[dict]:
-    """Run every unfinished cell of a plan; return all cells' results."""
+def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu",
+             failed: dict[str, str] | None = None) -> list[dict]:
+    """Run every unfinished cell of a plan; return all cells' results. `failed` (the suite's):
+    a benchmark that cannot be read is recorded there (plan name -> why, warned) and its cells
+    skipped, instead of stopping the plan."""
     from .cache import JobCache
     from .evaluation import evaluate
     from .models import load
@@ -295,6 +298,9 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     with Progress(*cols, disable=not progress) as bar:
         task = bar.add_task("plan", total=len(cells), cell="")
         for (m, b, p), planned_cell in zip(cells, planned):
+            if failed is not None and b in failed:
+                bar.advance(task)
+                continue
             dest = root / planned_cell["file"]
             bar.update(task, cell=f"{m} · {b} · {p}")
             protocol, options = protocols[p]
@@ -312,8 +318,16 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
                     while len(loaded) >= KEEP_LOADED:  # keep the last few (a model's cells alternate between them)
                         loaded.pop(next(iter(loaded)))
                     bar.update(task, cell=f"{m} · {b} · drawing or reading {spec}" + (f" at {px} px" if px else ""))
-                    loaded[(spec, px)] = benchmarks.load(spec, seed=seed, per_category=sizes[spec], outside_root=outside,
-                                                         px=px, device=str(backend.device))
+                    try:
+                        loaded[(spec, px)] = benchmarks.load(spec, seed=seed, per_category=sizes[spec],
+                                                             outside_root=outside, px=px, device=str(backend.device))
+                    except UnbagError as e:
+                        if failed is None:
+                            raise
+                        failed[b] = str(e)
+                        warn(f"{b}: not scored: {e}")
+                        bar.advance(task)
+                        continue
                 res = evaluate(backend, loaded[(spec, px)], protocol=protocol, out=str(dest), seed=seed,
                                progress=False, options=options, precision=precision, cache=cache,
                                cell=planned_cell, overwrite=True)  # the run folder's results are unbag's

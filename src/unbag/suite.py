@@ -44,7 +44,7 @@ def image_roots(root: Path) -> dict[str, str]:
     if unknown or not isinstance(data.get("suite", {}), dict):
         raise UnbagError(f"{f}: expected one [suite] table of NAME = \"IMAGE_ROOT\", found "
                          f"{unknown[0] if unknown else 'suite = ' + repr(data['suite'])}")
-    folders = benchmarks.suite_folders()
+    folders = benchmarks.suite_folders(extra=True)
     out: dict[str, str] = {}
     for key, value in data.get("suite", {}).items():
         k = benchmarks.BENCHMARKS.get(key)
@@ -62,16 +62,17 @@ def image_roots(root: Path) -> dict[str, str]:
     return out
 
 
-def find(root: str | os.PathLike) -> tuple[dict[str, str], list[str]]:
+def find(root: str | os.PathLike, all_items: bool = False) -> tuple[dict[str, str], list[str]]:
     """The specs of the suite's benchmarks present under `root` (name -> spec, folder by folder),
-    and the folders absent."""
+    and the folders absent; `all_items`: also the readings shown beside the suite (VL-CheckList's
+    every item beside the official run's first 1,000 a file)."""
     root = Path(os.path.expanduser(root))
     if not root.is_dir():
         raise UnbagError(f"{root}: suite root not found (a folder holding one folder per benchmark, "
                          "docs/benchmarks.md)")
     images = image_roots(root)
     found, missing = {}, []
-    for folder, names in benchmarks.suite_folders().items():
+    for folder, names in benchmarks.suite_folders(extra=all_items).items():
         d = root / folder
         if not d.is_dir():
             missing.append(folder)
@@ -108,13 +109,15 @@ def not_applicable(found: dict[str, str], protocols: list[str]) -> list[tuple[st
 
 def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: str | os.PathLike,
               progress: bool = True, device: str = "cpu", precision: str = "auto",
-              outside: bool = False) -> tuple[list[dict], list[str], dict[str, str]]:
+              outside: bool = False, all_items: bool = False,
+              failed: dict[str, str] | None = None) -> tuple[list[dict], list[str], dict[str, str]]:
     """Score every suite benchmark under `root`; return the cells' results, the folders absent and
-    the specs found."""
+    the specs found. A benchmark that cannot be read (no item to score, a malformed file) is put in
+    `failed` (name -> why) and the suite goes on to the next."""
     from . import dist
     from .run import run_folder, run_plan
 
-    found, missing = find(root)
+    found, missing = find(root, all_items)
     if not found:
         raise UnbagError(f"{root}: none of the suite's benchmarks found (looked for the folders "
                          f"{', '.join(missing)}; docs/benchmarks.md)")
@@ -125,7 +128,8 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
         run_folder(dest)
         atomic_write(dest / "plan.toml", text)
     dist.barrier()
-    return run_plan(dest / "plan.toml", str(dest), progress=progress, device=device), missing, found
+    return run_plan(dest / "plan.toml", str(dest), progress=progress, device=device,
+                    failed={} if failed is None else failed), missing, found
 
 
 __all__ = ["find", "image_roots", "not_applicable", "plan_text", "run_suite", "name_of", "SUITE_FILE"]

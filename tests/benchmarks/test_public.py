@@ -203,7 +203,8 @@ def test_bad_fixture_files_name_the_field(tmp_path, sugarcrepe_dir):
         benchmarks.load(f"sugarcrepe:{d}")
     (d / "data" / "swap_obj.json").write_text(json.dumps({"0": {"filename": "gone.jpg", "caption": "a",
                                                                 "negative_caption": "b"}}))
-    with pytest.raises(UnbagError, match=r"image file not found: .*gone.jpg"):
+    with pytest.raises(UnbagError, match=r"sugarcrepe:.*: no item to score: all 1 item\(s\) .* missing \(the first "
+                                         r"expected at .*gone.jpg\); expected sugarcrepe:DIR"), pytest.warns(UserWarning):
         evaluate(MODEL, f"sugarcrepe:{d}", progress=False)
     with pytest.raises(UnbagError, match="reads a local copy of its official release"):
         benchmarks.load("winoground")
@@ -227,6 +228,7 @@ FIXTURES = {
     "wds": lambda get: f"wds:{get('wds_classification_dir')}",
     "whatsup": lambda get: f"whatsup:{get('whatsup_dir')}",
     "vl-checklist": lambda get: f"vl-checklist:{get('vl_checklist_dir')}",
+    "vl-checklist-1k": lambda get: f"vl-checklist-1k:{get('vl_checklist_dir')}",
     "spec": lambda get: f"spec:{get('spec_dir')}",
     "colorswap": lambda get: f"colorswap:{get('colorswap_dir')}",
     "vismin": lambda get: f"vismin:{get('vismin_dir')}",

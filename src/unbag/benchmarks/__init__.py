@@ -214,6 +214,8 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     drawn = sized or (device is not None and k.sized is not None and generated(spec))
     b = k.sized(path, seed, per_category, style or third, px, device, progress) if drawn else k.loader(path, third, seed)
     b.spec = spec
+    if hasattr(b, "items") and not b.items:
+        raise UnbagError(nothing_to_score(b, k, path, third if k.image_root else None))
     for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
         for j, c in enumerate(it.captions):
             if not isinstance(c, str) or not c.strip():
@@ -235,6 +237,21 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
             files = _with_images(files, [ref for _, ref in outside])
     b.info["files"] = files
     return b
+
+
+def nothing_to_score(b, k: Kind, path: str, image_root: str | None) -> str:
+    """Why a benchmark holds no item, located: the folder searched, what it expected there and
+    what it left out."""
+    gone = sum(b.info.get("dropped_missing_image", {}).values())
+    where = f"{b.name}:{path}" + (f" (images: {image_root})" if image_root else "")
+    if gone:
+        why = (f"all {gone} item(s) it read name an image file that is missing (the first expected at "
+               f"{b.info.get('missing_image_example', '?')})")
+    else:
+        why = "its files hold no item to score" + (f" (subset files missing: {', '.join(b.info['missing_subsets'])})"
+                                                   if b.info.get("missing_subsets") else "")
+    anchor = k.suite or b.name
+    return f"{where}: no item to score: {why}; expected {k.form} laid out as docs/benchmarks.md#{anchor} shows"
 
 
 def image_roots(spec: str) -> list[Path]:
@@ -353,12 +370,13 @@ def summary(name: str) -> Summary:
     return k.summary if k and k.summary else DEFAULT_SUMMARY
 
 
-def suite_folders() -> dict[str, list[str]]:
+def suite_folders(extra: bool = False) -> dict[str, list[str]]:
     """The compositionality suite: each folder `unbag suite` looks for under its root (in name
-    order) and the benchmarks that read it."""
+    order) and the benchmarks that read it for the suite average (`extra`: also those read beside
+    it when asked, `Kind.suite_extra`)."""
     out: dict[str, list[str]] = {}
     for name, k in sorted(BENCHMARKS.items(), key=lambda x: (x[1].suite or "", x[0])):
-        if k.suite:
+        if k.suite and (extra or not k.suite_extra):
             out.setdefault(k.suite, []).append(name)
     return out
 

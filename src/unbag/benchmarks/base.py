@@ -71,6 +71,9 @@ class Benchmark:
     # the benchmark's own breakdowns beyond per-subset means (per-item values, items) -> {key: value}
     # (What'sUp's pair and set accuracy, VL-CheckList's categories)
     breakdown: Callable[[dict[str, torch.Tensor], list[Item]], dict[str, float]] | None = None
+    # keys reported as weighted means of other reported keys (key -> {key: weight}), in order: a
+    # later one may average earlier ones (VL-CheckList's categories and aspects); intervals follow
+    composed: dict[str, dict[str, float]] = field(default_factory=dict)
     macro: list[str] | None = None  # subsets in the macro average (None: all of them)
     # the meta key of items scored together (What'sUp's object pair): intervals resample them as one
     cluster: str | None = None

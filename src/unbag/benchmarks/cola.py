@@ -22,7 +22,7 @@ import torch
 
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
-from .common import Dropped, first_file, given_images, read_json, release_dir, unique_ids
+from .common import Dropped, first_file, folder_in, given_images, read_json, release_dir, unique_ids
 from .kinds import Kind, Summary
 from .shapes import average_precision, winoground
 
@@ -97,8 +97,9 @@ def _single(f: Path, subset: str, images: Path, dropped: Dropped, skipped: dict)
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """COLA's multi-object pairs and single-object classes, each file present."""
-    root = release_dir(Path(root), (MULTI, *SINGLE.values()), ("data",))  # the repo's data/, or the repo
-    images = given_images(image_root, "cola") or root / "images"
+    given = Path(root)
+    root = release_dir(given, (MULTI, *SINGLE.values()), ("data",))  # the repo's data/, or the repo
+    images = given_images(image_root, "cola") or folder_in((root, given), "images") or root / "images"
     files = {"multiobj": root / MULTI, **{s: root / f for s, f in SINGLE.items()}}
     missing = [s for s, f in files.items() if not f.is_file()]
     if len(missing) == len(files):

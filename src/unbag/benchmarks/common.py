@@ -139,19 +139,22 @@ class Dropped:
     `dropped_missing_image`."""
 
     def __init__(self, name: str):
-        self.name, self.counts = name, {}
+        self.name, self.counts, self.example = name, {}, None
 
     def present(self, subset: str, *paths) -> bool:
         """Whether every image path exists (a zip member or Arrow cell: its file); counts the item if not."""
         from .base import ref_file
-        if all(p is not None and Path(ref_file(str(p))).is_file() for p in paths):
+        gone = next((p for p in paths if p is None or not Path(ref_file(str(p))).is_file()), False)
+        if gone is False:
             return True
-        self.add(subset)
+        self.add(subset, gone)
         return False
 
-    def add(self, subset: str) -> None:
-        """Count one item of `subset` left out."""
+    def add(self, subset: str, path=None) -> None:
+        """Count one item of `subset` left out (`path`: the image it missed, the first kept as an example)."""
         self.counts[subset] = self.counts.get(subset, 0) + 1
+        if self.example is None and path is not None:
+            self.example = str(path)
 
     def record(self, info: dict) -> dict:
         """Warn about the dropped items and record them in `info` (returned)."""
@@ -160,6 +163,8 @@ class Dropped:
                  + ", ".join(f"{s}: {n}" for s, n in sorted(self.counts.items())) + "); the results record them "
                  "as dropped_missing_image")
         info["dropped_missing_image"] = dict(sorted(self.counts.items()))
+        if self.example:
+            info["missing_image_example"] = self.example
         return info
 
 
@@ -169,6 +174,12 @@ def release_dir(root: Path, markers: tuple[str, ...], tops: tuple[str, ...]) -> 
     if any((root / m).exists() for m in markers):
         return root
     return next((root / t for t in tops if any((root / t / m).exists() for m in markers)), root)
+
+
+def folder_in(homes: tuple[Path, ...], *names: str) -> Path | None:
+    """The first existing folder HOME/NAME, homes in order (a release's own folder, then the
+    folder the user named: a `data/` top folder's images may lie beside it)."""
+    return next((h / n for h in homes for n in names if (h / n).is_dir()), None)
 
 
 def first_file(*paths: Path) -> Path | None:

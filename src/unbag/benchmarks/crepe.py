@@ -21,7 +21,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item, crop_ref
-from .common import Dropped, given_images, release_dir, unique_ids
+from .common import Dropped, folder_in, given_images, release_dir, unique_ids
 from .kinds import Kind, Summary
 from .shapes import recall_at
 
@@ -87,8 +87,10 @@ def _read(f: Path, images: Path, subsets: list[tuple[str, str]], dropped: Droppe
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """Every productivity and systematicity file present."""
-    root = release_dir(Path(root), ("prod_hard_negatives", "syst_hard_negatives"), ("data",))
-    images = given_images(image_root, "crepe") or root
+    given = Path(root)
+    root = release_dir(given, ("prod_hard_negatives", "syst_hard_negatives"), ("data",))
+    images = given_images(image_root, "crepe") or next((h for h in (root, given) if folder_in((h,), "VG_100K", "VG_100K_2")),
+                                                        root)
     files = []
     for f in sorted((root / "prod_hard_negatives").glob("*/*.csv")) if (root / "prod_hard_negatives").is_dir() else []:
         m = PROD.match(f.name)

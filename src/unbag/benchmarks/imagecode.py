@@ -5,8 +5,13 @@ imagecode:DIR[:IMAGE_ROOT]   DIR is the repo's data/: valid_data.json, {set: {"<
               DIR/image-sets if it exists, else DIR), ten per set, the target the pos-th in order of
               the integer X. A set named without "open-images" is a video set.
 
-Official rule (baselines/clip/zero_shot.py): the first of the best-scoring images (numpy's argsort
-on 10 items, stable) is the target (`acc_official`); `acc`: the target scores above the nine others.
+Official rule (baselines/clip/zero_shot.py at 609f076): the image first in `(-similarities).argsort()`
+is the prediction. On untied scores that is the best image; among tied best images the official
+pick is not defined (numpy's default sort is not stable, and which tied index comes first depends
+on numpy's version and the data), so no official tie rule exists. `acc_official` takes the first
+of the tied maxima (a tie with an earlier image is wrong, with a later one right: one of the
+official code's possible outcomes, and the one a stable sort gives); `acc` needs the target
+strictly above the nine others. The two differ only on ties, which the results count.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import torch
 
 from ..errors import UnbagError
 from .base import Benchmark, Item
-from .common import Dropped, given_images, image_dir, read_json, release_dir, unique_ids
+from .common import Dropped, folder_in, given_images, read_json, release_dir, unique_ids
 from .kinds import Kind, Summary
 from .shapes import choose, labels_of
 
@@ -31,8 +36,9 @@ def metric(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
 
 def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     """ImageCoDe's validation descriptions."""
-    root = release_dir(Path(root), ("valid_data.json",), ("data",))  # the repo's data/, or the repo
-    images = given_images(image_root, "imagecode") or image_dir(root, "image-sets")
+    given = Path(root)
+    root = release_dir(given, ("valid_data.json",), ("data",))  # the repo's data/, or the repo
+    images = given_images(image_root, "imagecode") or folder_in((root, given), "image-sets") or root
     f = root / "valid_data.json"
     data = read_json(f)
     if not isinstance(data, dict):
@@ -52,12 +58,14 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
             if int(pos) > 9:
                 raise UnbagError(f"{where}: position {pos} is not one of the set's ten images (0-9)")
             if len(frames) != 10:
-                dropped.add(subset)  # the set's folder is absent or incomplete
+                dropped.add(subset, folder)  # the set's folder is absent or incomplete
                 continue
             items.append(Item(f"{name}-{pos}", [str(p) for p in frames], [text.strip()], {"subset": subset},
                               meta={"label": int(pos)}, source=where))
-    info = dropped.record({"notes": ["acc_official: the first of the best-scoring images, as zero_shot.py's "
-                                     "argsort; acc: strict", "a set whose folder lacks its ten images is left out",
+    info = dropped.record({"notes": ["acc_official: the first of the best-scoring images; the official argsort "
+                                     "leaves the pick among tied maxima undefined (numpy's default sort is not stable), "
+                                     "so on ties it is one possible official outcome; acc: strict",
+                                     "a set whose folder lacks its ten images is left out",
                                      "image sets read from IMAGE_ROOT/image-sets/<set>/ or IMAGE_ROOT/<set>/ (whether "
                                      "the archive has a top folder could not be checked)"]})
     return Benchmark("imagecode", f"imagecode:{root}", unique_ids(items, str(f)), info, metric=metric)

@@ -131,6 +131,9 @@ class Kind:
     # the folder under `unbag suite`'s ROOT that holds its DIR (several kinds may read one release);
     # None: not part of the compositionality suite
     suite: str | None = None
+    # another reading of a suite folder's release (VL-CheckList's every item beside the official
+    # run's first 1,000 a file): `unbag suite --all-items` adds it, shown beside and never averaged
+    suite_extra: bool = False
     release: str = ""  # where its official release is downloaded (`unbag suite` says it for a missing one)
 
 

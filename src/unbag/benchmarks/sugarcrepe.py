@@ -16,7 +16,7 @@ import torch
 
 from ..errors import UnbagError, warn
 from .base import Benchmark, Item
-from .common import images_at, need, need_text, read_json
+from .common import Dropped, images_at, need, need_text, read_json
 from .kinds import PAIRWISE, Kind, Summary
 from .shapes import first_caption
 
@@ -71,7 +71,7 @@ def _info(items: list[Item], subsets: tuple[str, ...]) -> dict:
 def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmark:
     root = Path(root)
     images = images_at(root, image_root)
-    items = []
+    items, dropped = [], Dropped(f"sugarcrepe:{root}")
     for subset, f in _files(root, SC_SUBSETS):
         data = read_json(f)
         if not isinstance(data, dict):
@@ -80,15 +80,16 @@ def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmar
             where = f"{f}: item {key!r}"
             need(ex, ("filename", "caption", "negative_caption"), where)
             need_text(ex, ("caption", "negative_caption"), where)
-            items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
-                              [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
-    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, _info(items, SC_SUBSETS), metric=pairwise)
+            if dropped.present(subset, images / ex["filename"]):
+                items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
+                                  [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
+    return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, dropped.record(_info(items, SC_SUBSETS)), metric=pairwise)
 
 
 def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Benchmark:
     root = Path(root)
     images = images_at(root, image_root)
-    items = []
+    items, dropped = [], Dropped(f"sugarcrepe++:{root}")
     for subset, f in _files(root, SCPP_SUBSETS):
         data = read_json(f)
         if not isinstance(data, list):
@@ -97,10 +98,11 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
             where = f"{f}: item {n}"
             need(ex, ("filename", "caption", "caption2", "negative_caption"), where)
             need_text(ex, ("caption", "caption2", "negative_caption"), where)
-            items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
-                              [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
-                              source=where))
-    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items, _info(items, SCPP_SUBSETS), metric=itt,
+            if dropped.present(subset, images / ex["filename"]):  # left out of TOT as well: one item set
+                items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
+                                  [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
+                                  source=where))
+    return Benchmark("sugarcrepe++", f"sugarcrepe++:{root}", items, dropped.record(_info(items, SCPP_SUBSETS)), metric=itt,
                      text_metric=tot)
 
 

@@ -38,11 +38,23 @@ def wilson(k: float, n: int, z: float = Z) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+CHUNK_CELLS = 1 << 22  # resamples x units drawn at a time: memory stays flat in the number of items
+
+
 def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> torch.Tensor:
     """How many times each of n units is drawn in each resample with replacement [resamples, n]."""
+    return torch.cat(list(counts_in_chunks(n, resamples, seed))) if n else torch.zeros(resamples, 0)
+
+
+def counts_in_chunks(n: int, resamples: int = RESAMPLES, seed: int = SEED, cells: int = CHUNK_CELLS):
+    """`resample_counts` a block of resamples at a time ([block, n] each, block * n <= `cells`):
+    the same draws, in the same order, as the whole tensor (one generator, read in sequence)."""
     g = torch.Generator().manual_seed(seed)
-    draws = torch.randint(n, (resamples, n), generator=g)
-    return torch.zeros(resamples, n).scatter_add_(1, draws, torch.ones(resamples, n))
+    step = max(1, cells // max(n, 1))
+    for lo in range(0, resamples, step):
+        k = min(step, resamples - lo)
+        draws = torch.randint(n, (k, n), generator=g)
+        yield torch.zeros(k, n).scatter_add_(1, draws, torch.ones(k, n))
 
 
 def percentile(values: torch.Tensor, level: float = LEVEL) -> tuple[float, float]:
@@ -59,68 +71,88 @@ def binary(v: torch.Tensor) -> bool:
     return bool(((v == 0) | (v == 1)).all())
 
 
-def bootstrap_means(v: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Each resample's mean of per-unit values v [n] (NaN: the unit does not count) [resamples]."""
-    keep = ~v.isnan()
-    w = counts[:, keep]
-    return (w @ v[keep].float()) / w.sum(1)
-
-
 @dataclass(frozen=True)
 class Part:
     """How a reported metric was made from per-item values: the mean of `metric` over `items`,
-    or ("macro") the mean of other keys' values."""
+    or ("macro") the mean of other keys' values (weighted by `weights` when given)."""
     kind: str  # mean | macro
     metric: str = ""
     items: tuple[int, ...] = ()
     of: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()
 
 
 def item_intervals(per_item: dict[str, torch.Tensor], parts: dict[str, Part], n: int,
                    clusters: list | None = None,
                    breakdown: Callable[[list[tuple[int, int]]], dict[str, float]] | None = None,
                    breakdown_keys: tuple[str, ...] = (), resamples: int = RESAMPLES,
-                   seed: int = SEED) -> tuple[dict[str, list[float]], dict[str, str]]:
-    """(intervals, methods) of every key of `parts` and of `breakdown_keys`: Wilson for a mean of
-    0/1 values over independent items, else the percentile bootstrap over the n items (over
-    `clusters`, one label per item, when items are scored together). `breakdown(draw)`
-    recomputes the breakdown keys on a resample given as (item index, draw) pairs."""
+                   seed: int = SEED, keys=None) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """(intervals, methods) of the keys of `parts` (those among `keys`, when given) and of
+    `breakdown_keys`: Wilson for a mean of 0/1 values over independent items, else the percentile
+    bootstrap over the n items (over `clusters`, one label per item, when items are scored
+    together), drawn a block of resamples at a time. `breakdown(draw)` recomputes the breakdown
+    keys on a resample given as (item index, draw) pairs."""
     out: dict[str, list[float]] = {}
     how: dict[str, str] = {}
-    groups = _cluster_index(clusters, n)
-    counts = resample_counts(len(groups), resamples, seed)
-    if clusters is not None:  # a unit's draws count for each of its items
-        item_counts = torch.zeros(resamples, n)
-        for u, members in enumerate(groups):
-            item_counts[:, members] = counts[:, u:u + 1]
-    else:
-        item_counts = counts
-    for key, p in parts.items():
+    boot = []
+    for key in (parts if keys is None else [k for k in keys if k in parts]):
+        p = parts[key]
         got = per_item[p.metric][list(p.items)].float() if p.kind == "mean" else None
         if got is not None and clusters is None and binary(got[~got.isnan()]):
             got = got[~got.isnan()]
             out[key], how[key] = list(wilson(float(got.sum()), len(got))), "wilson"
         else:
-            out[key], how[key] = list(percentile(bootstrap_of(per_item, parts, key, item_counts))), "bootstrap"
+            boot.append(key)
+    groups = _cluster_index(clusters, n)
+    drawn = bootstrap_values(per_item, parts, boot, n, clusters, resamples, seed) if boot and n else {}
+    for key in boot:
+        out[key], how[key] = (list(percentile(drawn[key])) if n else [math.nan, math.nan]), "bootstrap"
     if breakdown is not None and breakdown_keys:
-        draws = _draws(groups, min(resamples, BREAKDOWN_RESAMPLES), seed)
-        got = [breakdown(idx) for idx in draws]
+        got = [breakdown(idx) for idx in _draws(groups, min(resamples, BREAKDOWN_RESAMPLES), seed)] if n else []
         for key in breakdown_keys:
             vals = torch.tensor([g.get(key, math.nan) for g in got], dtype=torch.float64)
             out[key], how[key] = list(percentile(vals)), "bootstrap"
     return {k: [_round(a) for a in v] for k, v in out.items()}, how
 
 
+def bootstrap_values(per_item: dict[str, torch.Tensor], parts: dict[str, Part], keys: list[str], n: int,
+                     clusters: list | None = None, resamples: int = RESAMPLES,
+                     seed: int = SEED) -> dict[str, torch.Tensor]:
+    """Each resample's value of each of `keys` [resamples], the n items (or their `clusters`)
+    drawn a block at a time (`counts_in_chunks`): memory flat in n beyond the per-item values."""
+    unit = None
+    if clusters is not None:  # an item's draws are its cluster's
+        index: dict = {}
+        unit = torch.tensor([index.setdefault(c, len(index)) for c in clusters])
+    got: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
+    for counts in counts_in_chunks(n if unit is None else int(unit.max()) + 1, resamples, seed):
+        item_counts = counts if unit is None else counts[:, unit]
+        memo: dict = {}
+        for k in keys:
+            got[k].append(bootstrap_of(per_item, parts, k, item_counts, memo))
+    return {k: torch.cat(v) for k, v in got.items()}
+
+
 def bootstrap_of(per_item: dict[str, torch.Tensor], parts: dict[str, Part], key: str,
-                 counts: torch.Tensor) -> torch.Tensor:
+                 counts: torch.Tensor, memo: dict | None = None) -> torch.Tensor:
     """Each resample's value of a reported key [resamples] (counts: each item's draws [resamples,
-    n]): its bucket's mean, or the mean of the keys a macro averages, each resampled alike."""
+    n]): its bucket's mean, or the (weighted) mean of the keys a macro averages, each resampled
+    alike (`memo`: the values of keys already computed on these counts)."""
+    if memo is not None and key in memo:
+        return memo[key]
     p = parts[key]
     if p.kind == "macro":
-        return torch.stack([bootstrap_of(per_item, parts, k, counts) for k in p.of]).mean(0)
-    full = torch.full((counts.shape[1],), math.nan)
-    full[list(p.items)] = per_item[p.metric][list(p.items)].float()
-    return bootstrap_means(full, counts)
+        each = torch.stack([bootstrap_of(per_item, parts, k, counts, memo) for k in p.of])
+        got = each.mean(0) if not p.weights else (torch.tensor(p.weights, dtype=each.dtype)[:, None] * each).sum(0)
+    else:
+        idx = torch.tensor(sorted(p.items), dtype=torch.long)
+        v = per_item[p.metric][idx].float()
+        keep = ~v.isnan()
+        w = counts[:, idx[keep]]
+        got = (w @ v[keep]) / w.sum(1)
+    if memo is not None:
+        memo[key] = got
+    return got
 
 
 def _cluster_index(clusters: list | None, n: int) -> list[list[int]]:
@@ -132,12 +164,13 @@ def _cluster_index(clusters: list | None, n: int) -> list[list[int]]:
     return list(index.values())
 
 
-def _draws(groups: list[list[int]], resamples: int, seed: int) -> list[list[tuple[int, int]]]:
+def _draws(groups: list[list[int]], resamples: int, seed: int):
     """Resamples as (item index, draw) pairs, whole clusters drawn (`draw` tells a cluster's
-    copies in one resample apart), for a breakdown recomputed per resample."""
+    copies in one resample apart), for a breakdown recomputed per resample; one at a time."""
     g = torch.Generator().manual_seed(seed + 1)
-    picks = torch.randint(len(groups), (resamples, len(groups)), generator=g).tolist()
-    return [[(i, d) for d, u in enumerate(row) for i in groups[u]] for row in picks]
+    for _ in range(resamples):
+        row = torch.randint(len(groups), (len(groups),), generator=g).tolist()
+        yield [(i, d) for d, u in enumerate(row) for i in groups[u]]
 
 
 def _round(x: float) -> float:
@@ -148,12 +181,11 @@ def query_intervals(hits: dict[str, torch.Tensor], resamples: int = RESAMPLES,
                     seed: int = SEED) -> tuple[dict[str, list[float]], dict[str, str]]:
     """Intervals of retrieval recall (KEY -> each query's 0/1 hit): a bootstrap over the queries,
     whose ranks share their candidates (one resampling per query side)."""
-    out, how, counts = {}, {}, {}
+    out, how = {}, {}
     for key, h in hits.items():
-        q = len(h)
-        if q not in counts:
-            counts[q] = resample_counts(q, resamples, seed)
-        out[key], how[key] = [_round(a) for a in percentile(bootstrap_means(h.float(), counts[q]))], "bootstrap"
+        part = {key: Part("mean", key, tuple(range(len(h))))}
+        got = bootstrap_values({key: h}, part, [key], len(h), resamples=resamples, seed=seed)[key]
+        out[key], how[key] = [_round(a) for a in percentile(got)], "bootstrap"
     return out, how
 
 

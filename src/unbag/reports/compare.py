@@ -17,7 +17,7 @@ import torch
 
 from ..errors import UnbagError
 from ..metrics import aggregate, summarize
-from ..metrics.intervals import RESAMPLES, SEED, Part, bootstrap_of, percentile, resample_counts
+from ..metrics.intervals import RESAMPLES, SEED, Part, bootstrap_values, percentile
 from ..utils import items_hash, read_json
 
 # what a results file records of its items that must agree for a comparison (besides the ids)
@@ -123,8 +123,7 @@ def compare(a: str | os.PathLike, b: str | os.PathLike, metric: str | None = Non
     for path, res, got in ((a, ra, fa), (b, rb, fb)):
         if key in res["metrics"] and abs(res["metrics"][key] - got[key]) > 1e-6:
             raise UnbagError(f"{path}: metrics[{key!r}] is {res['metrics'][key]} but its per-item file gives {got[key]}")
-    counts = resample_counts(len(ia), resamples, seed)
-    diff = bootstrap_of(va, parts, key, counts) - bootstrap_of(vb, parts, key, counts)
+    diff = _paired_draws(va, vb, parts, key, len(ia), resamples, seed)
     out = {"metric": key, "a": {"file": str(a), "model": ra["model"], "protocol": ra["protocol"], "value": fa[key],
                                 "interval": ra.get("intervals", {}).get(key)},
            "b": {"file": str(b), "model": rb["model"], "protocol": rb["protocol"], "value": fb[key],
@@ -154,10 +153,15 @@ def paired_mean_difference(a: str | os.PathLike, b: str | os.PathLike, keys: lis
     if missing:
         raise UnbagError(f"{a}: cannot recompute {', '.join(missing)} from its per-item file")
     parts = {**parts, "mean": Part("macro", of=tuple(keys))}
-    counts = resample_counts(len(ia), resamples, seed)
-    diff = bootstrap_of(va, parts, "mean", counts) - bootstrap_of(vb, parts, "mean", counts)
+    diff = _paired_draws(va, vb, parts, "mean", len(ia), resamples, seed)
     point = sum(fa[k] for k in keys) / len(keys) - sum(fb[k] for k in keys) / len(keys)
     return point, [round(x, 6) for x in percentile(diff)]
+
+
+def _paired_draws(va: dict, vb: dict, parts: dict, key: str, n: int, resamples: int, seed: int) -> torch.Tensor:
+    """A - B of `key` on each resample of the same items (one seed: the same draws for both)."""
+    return (bootstrap_values(va, parts, [key], n, resamples=resamples, seed=seed)[key]
+            - bootstrap_values(vb, parts, [key], n, resamples=resamples, seed=seed)[key])
 
 
 def print_comparison(c: dict, show: int = 10) -> None:

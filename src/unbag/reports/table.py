@@ -158,58 +158,85 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
     """The suite table: a row per suite benchmark (a folder: ARO's four parts are one) with results
     among `cells`, a column per model x protocol holding its score (the mean of its parts' declared
     suite scores, `Summary.suite_score`), then the suite average, the mean of those scores over the
-    benchmarks a column has (FSC-CLIP's); and a note naming what the average covers. `absent`:
-    (benchmark, protocol, why) of cells a protocol could not score. None without suite results."""
+    benchmarks a column has (FSC-CLIP's); then the readings shown beside it and never averaged
+    (`Kind.suite_extra`: VL-CheckList's every item); and a note naming what the average covers and
+    any score that averaged only part of its declared keys. `absent`: (benchmark, protocol, why)
+    of cells a protocol could not score. None without suite results."""
     folders = suite_folders()
     cols: list[tuple[str, str]] = []
     recipes: dict[tuple[str, str], str | None] = {}
     got: dict[str, dict[tuple[str, str], list]] = {}
+    used: dict[str, dict[str, list[str]]] = {}  # row -> benchmark -> the keys its score averaged
+    short: dict[str, set[str]] = {}  # row -> declared keys missing from some column's results
     for m, p, res, ref in cells:
-        folder = getattr(BENCHMARKS.get(res["benchmark"]["name"]), "suite", None)
-        s = summary(res["benchmark"]["name"])
+        name = res["benchmark"]["name"]
+        k = BENCHMARKS.get(name)
+        folder = getattr(k, "suite", None)
+        s = summary(name)
         score = s.suite_score(res["metrics"]) if folder else None
         if score is not None:
+            row = f"{folder} ({name}, beside)" if k.suite_extra else folder
             keys = s.suite_keys(res["metrics"])
             cols += [(m, p)] if (m, p) not in cols else []
             recipes[(m, p)] = res.get("recipe")
             h = mean_half([half(res, k) for k in keys])
-            got.setdefault(folder, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None, h))
+            got.setdefault(row, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None, h))
+            used.setdefault(row, {}).setdefault(name, keys)
+            short.setdefault(row, set()).update(k for k in s.suite if k not in res["metrics"])
     if not got:
         return None
     rows, sums = [], {c: [] for c in cols}
-    for folder in (f for f in folders if f in got):
-        parts = folders[folder]
-        row: list = [folder, "mean of " + ", ".join(parts) if len(parts) > 1 else _scored_by(parts[0])]
+    beside = [r for r in got if r not in folders]
+    for row_name in [f for f in folders if f in got] + beside:
+        row: list = [row_name, _averaged(used[row_name], short[row_name])]
         for c in cols:
-            xs = got[folder].get(c)
+            xs = got[row_name].get(c)
             if xs is None:
+                parts = folders.get(row_name, [])
                 gone = next((w for b, p, w in absent if b in parts and p == c[1]), None)
                 row.append(("n/a: " + gone, None, None) if gone else None)
                 continue
             v = sum(x[0] for x in xs) / len(xs)
             h = mean_half([x[3] for x in xs])
-            sums[c].append((v, h))
+            if row_name not in beside:
+                sums[c].append((v, h))
             one = len(xs) == 1 and xs[0][2] is not None  # one metric of one file: linked to it
             row.append((v, xs[0][1], xs[0][2], h) if one else (v, None, None, h))
+        if row_name in beside and not any(r[0] == "suite average" for r in rows):
+            rows.append(_average_row(cols, sums))
         rows.append(row)
-    rows.append(["suite average", "mean of the benchmarks above", *[
-        (sum(v for v, _ in sums[c]) / len(sums[c]), None, None, mean_half([h for _, h in sums[c]])) if sums[c] else None
-        for c in cols]])
-    covered = [r[0] for r in rows[:-1]]
+    if not any(r[0] == "suite average" for r in rows):
+        rows.append(_average_row(cols, sums))
+    covered = [r[0] for r in rows if r[0] in folders]
     note = (f"Suite average: the mean of the per-benchmark scores of {len(covered)} of the suite's {len(folders)} "
             f"benchmarks ({', '.join(covered)}).")
     if len(covered) < len(folders):
         note += (" A partial suite: its average is not comparable to a full suite's; missing: "
                  + ", ".join(f for f in folders if f not in got) + ".")
+    partial = [r for r in covered if short[r]]
+    if partial:
+        note += (" Averaged over part of their declared keys (files missing): "
+                 + "; ".join(f"{r} lacks {', '.join(sorted(short[r]))}" for r in partial) + ".")
+    if beside:
+        note += " Rows marked 'beside' are another reading of a release (" + ", ".join(beside) + "): shown, never averaged."
     return ["benchmark", "score", *[f"{m} · {labelled(p, recipes[(m, p)])}" for m, p in cols]], rows, note
 
 
-def _scored_by(name: str) -> str:
-    """What a benchmark's suite score is, in words."""
-    s = summary(name)
-    if s.suite:
-        return "mean of " + ", ".join(s.suite) if len(s.suite) > 1 else s.suite[0]
-    return s.chart if isinstance(s.chart, str) else " | ".join(s.chart)
+def _average_row(cols: list, sums: dict) -> list:
+    return ["suite average", "mean of the benchmarks above", *[
+        (sum(v for v, _ in sums[c]) / len(sums[c]), None, None, mean_half([h for _, h in sums[c]])) if sums[c] else None
+        for c in cols]]
+
+
+def _averaged(used: dict[str, list[str]], missing: set[str]) -> str:
+    """What a suite row's score averaged, in words: its parts' keys (each part's own when there
+    are several), and the declared keys that were missing, marked partial."""
+    keys = [k for ks in used.values() for k in ks]
+    if len(used) > 1:
+        what = "mean of " + ", ".join(used)
+    else:
+        what = "mean of " + ", ".join(keys) if len(keys) > 1 else keys[0]
+    return what + (f" (partial: {', '.join(sorted(missing))} missing)" if missing else "")
 
 
 def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) -> None:
