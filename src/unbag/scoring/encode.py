@@ -12,6 +12,7 @@ from rich.progress import track
 
 from ..benchmarks.base import image_key, load_image
 from ..cache import LRU, JobCache
+from ..errors import UnbagError
 from ..models.base import Backend
 
 
@@ -69,10 +70,13 @@ class _Batches(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return (len(self.refs) + self.batch_size - 1) // self.batch_size
 
-    def __getitem__(self, k: int) -> torch.Tensor:
+    def __getitem__(self, k: int) -> torch.Tensor | str:
         sl = slice(k * self.batch_size, (k + 1) * self.batch_size)
-        return torch.stack([self.prep(load_image(r, w, self.expect_side))
-                            for r, w in zip(self.refs[sl], self.wheres[sl])])
+        try:
+            return torch.stack([self.prep(load_image(r, w, self.expect_side))
+                                for r, w in zip(self.refs[sl], self.wheres[sl])])
+        except UnbagError as e:  # handed back as its message: a worker's raise reaches the user as a traceback
+            return str(e)
 
 
 def pixel_batches(backend: Backend, refs: list, wheres: list[str], batch_size: int,
@@ -84,8 +88,11 @@ def pixel_batches(backend: Backend, refs: list, wheres: list[str], batch_size: i
             yield pixels_of(backend, refs[s:s + batch_size], wheres[s:s + batch_size], expect_side)
         return
     ds = _Batches(backend.preprocessor(), refs, wheres, expect_side, batch_size)
-    yield from torch.utils.data.DataLoader(ds, batch_size=None, num_workers=min(WORKERS, len(ds)),
-                                           pin_memory=backend.device.type == "cuda")
+    for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=min(WORKERS, len(ds)),
+                                             pin_memory=backend.device.type == "cuda"):
+        if isinstance(batch, str):
+            raise UnbagError(batch)
+        yield batch
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
