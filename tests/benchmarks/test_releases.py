@@ -121,8 +121,9 @@ def test_valse_reads_its_records_dataset_values_and_the_former_folder_names(vals
 
 
 def test_vl_checklist_official_run_takes_each_files_first_1000_with_an_image(tmp_path):
-    from unbag.benchmarks.vl_checklist import OFFICIAL_CAP
     from PIL import Image
+
+    from unbag.benchmarks.vl_checklist import OFFICIAL_CAP
 
     root = tmp_path / "vlc"
     (root / "corpus" / "v1" / "Attribute" / "color").mkdir(parents=True)

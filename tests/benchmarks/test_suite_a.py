@@ -5,7 +5,6 @@ from statistics import fmean
 import pytest
 
 from unbag import benchmarks
-from unbag.errors import UnbagError
 
 
 def _argmax(row):
