@@ -1,6 +1,7 @@
 """`unbag eval`: model x benchmark x protocol -> score tensor -> metrics -> results files."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -19,21 +20,20 @@ from .errors import UnbagError, warn
 from .metrics.intervals import Part, interval_config
 from .metrics.retrieval import recall
 from .models.base import Backend, config_id, weights_id
-from .utils import at_least, atomic_files, check_file_out, items_hash, versions
+from .utils import at_least, atomic_files, check_file_out, versions
 
 
-def per_item_records(bench, scores: list[torch.Tensor], per_item: dict) -> list[dict]:
-    """One record per item: its ids and groups, its own score block, its metric values (those
-    that apply to its shape) and the metrics on which it tied."""
+def per_item_records(bench, scores: list[torch.Tensor], per_item: dict):
+    """One record per item, one at a time: its ids and groups, its own score block, its metric
+    values (those that apply to its shape) and the metrics on which it tied."""
     names = [m for m in per_item if not m.startswith("tie/")]
-    out = []
+    values = {m: per_item[m].tolist() for m in per_item}  # Python numbers once, not a tensor index per item
     for n, it in enumerate(bench.items):
         rec = {"id": it.id, **it.group, "scores": [[round(float(v), 6) for v in row] for row in scores[n]]}
-        here = [m for m in names if not math.isnan(float(per_item[m][n]))]
-        rec.update({m: float(per_item[m][n]) for m in here})
-        rec["ties"] = [m for m in here if bool(per_item[f"tie/{m}"][n])]
-        out.append(rec)
-    return out
+        here = [m for m in names if not math.isnan(values[m][n])]
+        rec.update({m: float(values[m][n]) for m in here})
+        rec["ties"] = [m for m in here if values[f"tie/{m}"][n]]
+        yield rec
 
 
 UPSAMPLE_WARN = 1.5  # a model's input this many times a benchmark's picture side, or more: warned
@@ -317,13 +317,23 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
     }
     if out:
         out_path = Path(os.path.expanduser(out))
-        files: list[tuple[Path, bytes]] = []
+        files: list = []
         if per_item is not None:
-            data = "".join(json.dumps(r, allow_nan=False) + "\n" for r in per_item_records(b, scores, per_item)).encode()
+            digest = hashlib.sha256()  # items_hash of the file, taken as its lines are written
+
+            def lines():
+                for r in per_item_records(b, scores, per_item):
+                    line = (json.dumps(r, allow_nan=False) + "\n").encode()
+                    digest.update(line)
+                    yield line
             res["per_item"] = items_path(out_path).name
-            res["per_item_sha256"] = items_hash(data)
-            files.append((items_path(out_path), data))
-        atomic_files(files + [(out_path, (json.dumps(res, indent=2) + "\n").encode())])
+            files.append((items_path(out_path), lines()))
+
+        def results() -> bytes:
+            if per_item is not None:
+                res["per_item_sha256"] = digest.hexdigest()
+            return (json.dumps(res, indent=2) + "\n").encode()
+        atomic_files(files + [(out_path, results)])
     return res
 
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 MARKER = ".unbag-output"  # in every folder unbag writes whole: which command wrote it, and every entry
 
@@ -292,10 +292,12 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def atomic_files(files: "list[tuple[Path, str | bytes]]") -> None:
+def atomic_files(files: "list[tuple[Path, str | bytes | Iterable[bytes] | Callable[[], bytes]]]") -> None:
     """Write several files as one unit: each to a temporary sibling and flushed to disk first (a
     full disk fails here, before anything is replaced), then all renamed into place under one
-    lock on their folder, the last one last (so a reader who finds it finds the others)."""
+    lock on their folder, the last one last (so a reader who finds it finds the others). A file's
+    data may come as blocks (written as they come: a per-item file is never held whole) or from a
+    function called when the files before it are written (a results file that records their hash)."""
     from .errors import UnbagError
     tmps: list[tuple[str, Path]] = []
     try:
@@ -305,7 +307,9 @@ def atomic_files(files: "list[tuple[Path, str | bytes]]") -> None:
             tmps.append((tmp, path))
             os.fchmod(fd, 0o666 & ~umask())
             with os.fdopen(fd, "wb") as f:
-                f.write(data.encode() if isinstance(data, str) else data)
+                data = data() if callable(data) else data
+                for block in [data] if isinstance(data, (str, bytes)) else data:
+                    f.write(block.encode() if isinstance(block, str) else block)
                 f.flush()
                 os.fsync(f.fileno())
         with folder_lock(files[-1][0].parent):

@@ -201,3 +201,14 @@ def test_chunked_bootstrap_draws_equal_the_whole_tensors(monkeypatch):
     monkeypatch.setattr(intervals, "CHUNK_CELLS", 301 * 7)  # seven resamples a block
     assert item_intervals({"x": v}, parts, 301) == whole
     assert whole[0]["w"] != whole[0]["m"]
+
+
+def test_block_draws_are_the_draws_of_one_generator_in_sequence(monkeypatch):
+    import torch
+
+    from unbag.metrics import intervals
+
+    g = torch.Generator().manual_seed(5)
+    draws = torch.randint(97, (40, 97), generator=g)
+    whole = torch.zeros(40, 97).scatter_add_(1, draws, torch.ones(40, 97))
+    assert torch.equal(torch.cat([c.clone() for c in intervals.counts_in_chunks(97, 40, 5, cells=97 * 6)]), whole)

@@ -34,7 +34,7 @@ def ref_file(ref: str) -> str:
     return split_ref(ref)[0]
 
 
-@dataclass
+@dataclass(slots=True)  # no per-item __dict__: a release holds hundreds of thousands
 class Item:
     """One test item: images x captions; caption i belongs to image i (for 2x2 items)."""
     id: str

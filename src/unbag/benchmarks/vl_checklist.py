@@ -108,8 +108,8 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
         category = CATEGORY.get(kind)
         if category is None:
             raise UnbagError(f"{y}: TYPE folder {kind!r} is not one of VL-CheckList's: {', '.join(CATEGORY)}")
-        kept = 0
-        for n, ex in enumerate(data):
+        kept, group, meta = 0, {"subset": subset}, {"category": category, "source": y.stem.split("_")[0]}
+        for n, ex in enumerate(data):  # one group and meta dict a file, shared by its items (never changed)
             if cap is not None and kept >= cap:
                 break  # the official cut counts the records whose image exists (data_loader.py drops the others first)
             where = f"{f}: item {n}"
@@ -123,8 +123,7 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
             if dropped.present(subset, path):
                 kept += 1
                 items.append(Item(f"{subset}-{n}", [str(path)], [ex[1]["POS"][0], ex[1]["NEG"][0]],
-                                  {"subset": subset}, meta={"category": category, "source": y.stem.split("_")[0]},
-                                  source=where))
+                                  group, meta=meta, source=where))
     if missing:
         warn(f"vl-checklist:{root}: {len(missing)} annotation file(s) named by corpus/ are missing, not scored: "
              + ", ".join(missing))

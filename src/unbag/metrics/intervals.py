@@ -46,15 +46,18 @@ def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> tor
     return torch.cat(list(counts_in_chunks(n, resamples, seed))) if n else torch.zeros(resamples, 0)
 
 
-def counts_in_chunks(n: int, resamples: int = RESAMPLES, seed: int = SEED, cells: int = CHUNK_CELLS):
+def counts_in_chunks(n: int, resamples: int = RESAMPLES, seed: int = SEED, cells: int | None = None):
     """`resample_counts` a block of resamples at a time ([block, n] each, block * n <= `cells`):
-    the same draws, in the same order, as the whole tensor (one generator, read in sequence)."""
+    the same draws, in the same order, as the whole tensor (one generator, read in sequence). Each
+    block is a view of one buffer, overwritten by the next: the buffers are allocated once, so
+    that the heap is not fragmented by blocks of many sizes."""
     g = torch.Generator().manual_seed(seed)
-    step = max(1, cells // max(n, 1))
+    step = max(1, min(resamples, (cells or CHUNK_CELLS) // max(n, 1)))
+    draws, counts, ones = torch.empty(step, n, dtype=torch.long), torch.empty(step, n), torch.ones(step, n)
     for lo in range(0, resamples, step):
         k = min(step, resamples - lo)
-        draws = torch.randint(n, (k, n), generator=g)
-        yield torch.zeros(k, n).scatter_add_(1, draws, torch.ones(k, n))
+        torch.randint(n, (k, n), generator=g, out=draws[:k])
+        yield counts[:k].zero_().scatter_add_(1, draws[:k], ones[:k])
 
 
 def percentile(values: torch.Tensor, level: float = LEVEL) -> tuple[float, float]:
@@ -119,17 +122,43 @@ def bootstrap_values(per_item: dict[str, torch.Tensor], parts: dict[str, Part], 
                      clusters: list | None = None, resamples: int = RESAMPLES,
                      seed: int = SEED) -> dict[str, torch.Tensor]:
     """Each resample's value of each of `keys` [resamples], the n items (or their `clusters`)
-    drawn a block at a time (`counts_in_chunks`): memory flat in n beyond the per-item values."""
+    drawn a block at a time (`counts_in_chunks`) into buffers allocated once: memory flat in n
+    beyond the per-item values."""
+    leaves: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}  # a bucket mean: its items and their values
+
+    def collect(key: str) -> None:
+        p = parts[key]
+        if p.kind == "macro":
+            for k in p.of:
+                collect(k)
+        elif key not in leaves:
+            idx = torch.tensor(sorted(p.items), dtype=torch.long)
+            v = per_item[p.metric][idx].float()
+            keep = ~v.isnan()
+            leaves[key] = (idx[keep].contiguous(), v[keep].contiguous())
+
+    for k in keys:
+        collect(k)
     unit = None
     if clusters is not None:  # an item's draws are its cluster's
         index: dict = {}
         unit = torch.tensor([index.setdefault(c, len(index)) for c in clusters])
+    units = n if unit is None else int(unit.max()) + 1
+    step = max(1, min(resamples, CHUNK_CELLS // max(units, 1)))
+    widest = max([len(i) for i, _ in leaves.values()] + [1])
+    gathered = torch.empty(step * widest)
+    spread = torch.empty(step, n) if unit is not None else None
     got: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
-    for counts in counts_in_chunks(n if unit is None else int(unit.max()) + 1, resamples, seed):
-        item_counts = counts if unit is None else counts[:, unit]
-        memo: dict = {}
-        for k in keys:
-            got[k].append(bootstrap_of(per_item, parts, k, item_counts, memo))
+    for counts in counts_in_chunks(units, resamples, seed):
+        k = len(counts)
+        if unit is not None:
+            counts = torch.index_select(counts, 1, unit, out=spread[:k])
+        memo = {}
+        for key, (idx, v) in leaves.items():
+            w = torch.index_select(counts, 1, idx, out=gathered[:k * len(idx)].view(k, len(idx)))
+            memo[key] = (w @ v) / w.sum(1)
+        for key in keys:
+            got[key].append(bootstrap_of(per_item, parts, key, counts, memo))
     return {k: torch.cat(v) for k, v in got.items()}
 
 
