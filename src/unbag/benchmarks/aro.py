@@ -73,7 +73,7 @@ def _vg(root: Path, kind: str) -> Benchmark:
         need(ex, ("image_path", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "true_caption", "false_caption", key), where)
         need_text(ex, ("true_caption", "false_caption"), where)
         subset = ex[key] if kind == "vgr" else "_".join(ex[key])
-        if not dropped.present(subset, images / ex["image_path"]):
+        if not dropped.present(subset, images / ex["image_path"], where=where):
             continue
         ref = crop_ref(images / ex["image_path"], ex["bbox_x"], ex["bbox_y"], ex["bbox_w"], ex["bbox_h"])
         items.append(Item(f"{kind}-{n}", [ref], [ex["true_caption"], ex["false_caption"]], {"subset": subset},

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 from .. import utils
@@ -133,6 +134,16 @@ def _csv_rows(path: Path):
                              "quote?)") from None
 
 
+def _loops(path: str) -> bool:
+    """Whether a path is a chain of links that never reaches a file (a missing file is not)."""
+    import errno
+    try:
+        os.stat(path)
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    return False
+
+
 class Dropped:
     """Items a loader leaves out because an image file is absent (as the official loaders do),
     counted per subset and warned about by name: recorded in the benchmark's info as
@@ -141,12 +152,18 @@ class Dropped:
     def __init__(self, name: str):
         self.name, self.counts, self.example = name, {}, None
 
-    def present(self, subset: str, *paths) -> bool:
-        """Whether every image path exists (a zip member or Arrow cell: its file); counts the item if not."""
+    def present(self, subset: str, *paths, where: str | None = None) -> bool:
+        """Whether every image path exists (a zip member or Arrow cell: its file); counts the item if
+        not. A path holding a NUL byte names no file at all: refused, naming `where`."""
         from .base import ref_file
+        bad = next((p for p in paths if p is not None and "\0" in str(p)), None)
+        if bad is not None:
+            raise UnbagError(f"{where or self.name}: image path {str(bad)!r} holds a NUL byte; no file has such a name")
         gone = next((p for p in paths if p is None or not Path(ref_file(str(p))).is_file()), False)
         if gone is False:
             return True
+        if gone is not None and _loops(ref_file(str(gone))):
+            raise UnbagError(f"{where or self.name}: image {gone} is a link that leads back to itself")
         self.add(subset, gone)
         return False
 

@@ -80,7 +80,7 @@ def load_sugarcrepe(root: str | Path, image_root: str | None = None) -> Benchmar
             where = f"{f}: item {key!r}"
             need(ex, ("filename", "caption", "negative_caption"), where)
             need_text(ex, ("caption", "negative_caption"), where)
-            if dropped.present(subset, images / ex["filename"]):
+            if dropped.present(subset, images / ex["filename"], where=where):
                 items.append(Item(f"{subset}-{key}", [str(images / ex["filename"])],
                                   [ex["caption"], ex["negative_caption"]], {"subset": subset}, source=where))
     return Benchmark("sugarcrepe", f"sugarcrepe:{root}", items, dropped.record(_info(items, SC_SUBSETS)), metric=pairwise)
@@ -98,7 +98,7 @@ def load_sugarcrepe_pp(root: str | Path, image_root: str | None = None) -> Bench
             where = f"{f}: item {n}"
             need(ex, ("filename", "caption", "caption2", "negative_caption"), where)
             need_text(ex, ("caption", "caption2", "negative_caption"), where)
-            if dropped.present(subset, images / ex["filename"]):  # left out of TOT as well: one item set
+            if dropped.present(subset, images / ex["filename"], where=where):  # left out of TOT as well: one item set
                 items.append(Item(f"{subset}-{ex.get('id', n)}", [str(images / ex["filename"])],
                                   [ex["caption"], ex["caption2"], ex["negative_caption"]], {"subset": subset},
                                   source=where))

@@ -59,7 +59,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
             if not isinstance(ex["dataset"], str) or not isinstance(ex["image_file"], str):
                 raise UnbagError(f"{where}: fields 'dataset' and 'image_file' must be strings")
             img = _image(images, ex["dataset"], ex["image_file"])
-            if not gone.present(f.stem, img):
+            if not gone.present(f.stem, img, where=where):
                 continue
             items.append(Item(f"{f.stem}-{key}", [str(img)], [ex["caption"], ex["foil"]], {"subset": f.stem},
                               source=where))

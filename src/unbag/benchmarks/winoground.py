@@ -25,7 +25,7 @@ def load(root: str | Path) -> Benchmark:
         need_text(ex, ("caption_0", "caption_1"), where)
         imgs = [str(images / (ex[k] if Path(ex[k]).suffix else ex[k] + ".png")) for k in ("image_0", "image_1")]
         group = {"subset": ex["collapsed_tag"], "tag": ex["tag"], "secondary_tag": ex.get("secondary_tag") or "none"}
-        if dropped.present(group["subset"], *imgs):
+        if dropped.present(group["subset"], *imgs, where=where):
             items.append(Item(f"winoground-{ex['id']}", imgs, [ex["caption_0"], ex["caption_1"]], group, source=where))
     return Benchmark("winoground", f"winoground:{root}", items, dropped.record({}))
 
