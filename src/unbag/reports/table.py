@@ -185,9 +185,10 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
             short.setdefault(row, set()).update(k for k in s.suite if k not in res["metrics"])
     if not got:
         return None
-    rows, sums = [], {c: [] for c in cols}
+    sums: dict = {c: [] for c in cols}
     beside = [r for r in got if r not in folders]
-    for row_name in [f for f in folders if f in got] + beside:
+
+    def make(row_name: str) -> list:
         row: list = [row_name, _averaged(used[row_name], short[row_name])]
         for c in cols:
             xs = got[row_name].get(c)
@@ -202,11 +203,10 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
                 sums[c].append((v, h))
             one = len(xs) == 1 and xs[0][2] is not None  # one metric of one file: linked to it
             row.append((v, xs[0][1], xs[0][2], h) if one else (v, None, None, h))
-        if row_name in beside and not any(r[0] == "suite average" for r in rows):
-            rows.append(_average_row(cols, sums))
-        rows.append(row)
-    if not any(r[0] == "suite average" for r in rows):
-        rows.append(_average_row(cols, sums))
+        return row
+
+    rows = [make(f) for f in folders if f in got]
+    rows += [_average_row(cols, sums)] + [make(r) for r in beside]
     covered = [r[0] for r in rows if r[0] in folders]
     note = (f"Suite average: the mean of the per-benchmark scores of {len(covered)} of the suite's {len(folders)} "
             f"benchmarks ({', '.join(covered)}).")
@@ -248,9 +248,9 @@ def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) 
     t = Table(title="the compositionality suite: each benchmark's score (%), official columns where they differ")
     for h in head:
         t.add_column(h, justify="left" if h in ("benchmark", "score") else "right")
-    for row in rows:
+    for n, row in enumerate(rows):
         t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
-                                    for e in row[2:]], end_section=row[0] != "suite average" and row is rows[-2])
+                                    for e in row[2:]], end_section=n + 1 < len(rows) and rows[n + 1][0] == "suite average")
     t.caption = note
     Console(width=max(150, Console().width)).print(t)
 
