@@ -223,7 +223,10 @@ def aro_dir(tmp_path_factory):
     for im in images:
         img(root / im["filepath"] / im["filename"], 50 + len(im["filename"]))
     (root / "dataset_coco.json").write_text(json.dumps({"images": images}))
-    (root / "dataset_flickr30k.json").write_text(json.dumps({"images": images}))  # same layout as COCO's
+    flickr = [{"filename": f"{k}.jpg", "split": im["split"], "sentences": im["sentences"]} for k, im in enumerate(images)]
+    for k in range(3):  # Karpathy's Flickr30k entries name no folder: the images sit in flickr30k-images/
+        img(root / "flickr30k-images" / f"{k}.jpg", 70 + k)
+    (root / "dataset_flickr30k.json").write_text(json.dumps({"images": flickr}))
     return root
 
 

@@ -9,6 +9,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from . import benchmarks, metrics, models, protocols
@@ -23,17 +24,18 @@ from .models.base import Backend, config_id, weights_id
 from .utils import at_least, atomic_files, check_file_out, versions
 
 
-def per_item_records(bench, scores: list[torch.Tensor], per_item: dict):
+def per_item_records(bench, scores: "Blocks", per_item: dict, chunk: int = 4096):
     """One record per item, one at a time: its ids and groups, its own score block, its metric
     values (those that apply to its shape) and the metrics on which it tied."""
     names = [m for m in per_item if not m.startswith("tie/")]
-    values = {m: per_item[m].tolist() for m in per_item}  # Python numbers once, not a tensor index per item
-    for n, it in enumerate(bench.items):
-        rec = {"id": it.id, **it.group, "scores": [[round(float(v), 6) for v in row] for row in scores[n]]}
-        here = [m for m in names if not math.isnan(values[m][n])]
-        rec.update({m: float(values[m][n]) for m in here})
-        rec["ties"] = [m for m in here if values[f"tie/{m}"][n]]
-        yield rec
+    for lo in range(0, len(bench.items), chunk):  # Python numbers a chunk at a time, not a tensor index per item
+        values = {m: per_item[m][lo:lo + chunk].tolist() for m in per_item}
+        for j, it in enumerate(bench.items[lo:lo + chunk]):
+            rec = {"id": it.id, **it.group, "scores": [[round(v, 6) for v in row] for row in scores.block(lo + j)]}
+            here = [m for m in names if not math.isnan(values[m][j])]
+            rec.update({m: float(values[m][j]) for m in here})
+            rec["ties"] = [m for m in here if values[f"tie/{m}"][j]]
+            yield rec
 
 
 UPSAMPLE_WARN = 1.5  # a model's input this many times a benchmark's picture side, or more: warned
@@ -68,12 +70,18 @@ def tokenized_alike(backend: Backend, b: Benchmark) -> int:
     """Items with two different captions that the model's tokenizer makes the same tokens (its
     context length cuts them, or they differ only in case or spacing): they can only tie, so they
     are counted and reported rather than scored silently."""
-    texts = sorted({c for it in b.items for c in it.captions})
-    if not texts:
-        return 0
-    ids = backend.tokenize(texts)
-    row = {t: tuple(r.tolist()) for t, r in zip(texts, ids)}
-    return sum(len({row[c] for c in set(it.captions)}) < len(set(it.captions)) for it in b.items)
+    same = 0
+    for idx in b.items.shapes().values():  # an item's captions as indices into its shape's distinct captions
+        texts, at = b.items.take(idx).captions()
+        if not texts or at.shape[1] < 2:
+            continue
+        ids = backend.tokenize(texts)
+        _, tokens = np.unique(ids.numpy(), axis=0, return_inverse=True)  # one number per distinct token row
+        tok = tokens.reshape(-1)[at]
+        at, tok = np.sort(at, axis=1), np.sort(tok, axis=1)
+        distinct = lambda a: 1 + (a[:, 1:] != a[:, :-1]).sum(axis=1)  # noqa: E731
+        same += int((distinct(tok) < distinct(at)).sum())
+    return same
 
 
 def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world_size: int) -> torch.Tensor:
@@ -93,27 +101,35 @@ def sharded_scores(score_fn, backend, b, batch_size: int, progress: bool, world_
     return torch.cat([p for p in parts if p.numel()])
 
 
-def shapes(items) -> dict[tuple[int, int], list[int]]:
-    """The positions of the items of each shape (images, captions), in order of first appearance."""
-    out: dict[tuple[int, int], list[int]] = {}
-    for n, it in enumerate(items):
-        out.setdefault((len(it.images), len(it.captions)), []).append(n)
-    return out
+class Blocks:
+    """Each item's score block [images, captions], held as one tensor per shape of items."""
+
+    def __init__(self, n: int):
+        self.parts: list[torch.Tensor] = []
+        self.part = np.zeros(n, dtype=np.int32)  # item -> its shape's tensor
+        self.row = np.zeros(n, dtype=np.int64)  # item -> its row there
+
+    def add(self, idx: np.ndarray, scores: torch.Tensor) -> None:
+        self.part[idx], self.row[idx] = len(self.parts), np.arange(len(idx))
+        self.parts.append(scores)
+
+    def block(self, n: int) -> list[list[float]]:
+        """Item n's scores, as Python numbers."""
+        return self.parts[self.part[n]][self.row[n]].tolist()
 
 
 def scored(b: Benchmark, score_fn, backend, batch_size: int, progress: bool, world_size: int,
-           rank: int) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]] | None:
-    """(each item's score block [images, captions], per-item values by the benchmark's metric and
-    text metric, NaN where a metric does not apply to an item's shape): each shape's items are
-    scored as one tensor (a protocol remembers the encodings they share in the job's cache).
-    None on ranks other than 0."""
+           rank: int) -> tuple[Blocks, dict[str, torch.Tensor]] | None:
+    """(each item's score block, per-item values by the benchmark's metric and text metric, NaN
+    where a metric does not apply to an item's shape): each shape's items are scored as one tensor
+    (a protocol remembers the encodings they share in the job's cache). None on ranks other than 0."""
     import dataclasses
 
     n = len(b.items)
-    blocks: list = [None] * n
+    blocks = Blocks(n)
     per_item: dict[str, torch.Tensor] = {}
-    for shape, idx in shapes(b.items).items():
-        part = dataclasses.replace(b, items=[b.items[i] for i in idx])
+    for shape, idx in b.items.shapes().items():
+        part = dataclasses.replace(b, items=b.items.take(idx))
         s = sharded_scores(score_fn, backend, part, batch_size, progress, world_size)
         if rank != 0:
             continue
@@ -122,13 +138,12 @@ def scored(b: Benchmark, score_fn, backend, batch_size: int, progress: bool, wor
             from .scoring.encode import encode_texts
             t = encode_texts(backend, [c for it in part.items for c in it.captions])
             vals = vals | b.text_metric(t.view(len(idx), shape[1], -1), part.items)
-        at = torch.tensor(idx)
+        at = torch.from_numpy(idx)
         for k, v in vals.items():
             if k not in per_item:
                 per_item[k] = torch.zeros(n, dtype=torch.bool) if k.startswith("tie/") else torch.full((n,), math.nan)
             per_item[k][at] = v.to(per_item[k].dtype)
-        for j, i in enumerate(idx):
-            blocks[i] = s[j]
+        blocks.add(idx, s)
     return (blocks, per_item) if rank == 0 else None
 
 
@@ -139,13 +154,14 @@ def item_metrics(b, per_item: dict[str, torch.Tensor], parts: dict | None = None
     from .metrics.summary import summarize
 
     names = tuple(m for m in per_item if not m.startswith("tie/"))
+    groups = b.items.groups()
     if b.grouping == "split/category":
-        flat, ties, counts = metrics.aggregate(per_item, [it.group for it in b.items], names, parts)
+        flat, ties, counts = metrics.aggregate(per_item, groups, names, parts)
     else:
-        flat, ties, counts = summarize(per_item, [it.group["subset"] for it in b.items], names, b.macro, parts)
-        for key in sorted({k for it in b.items for k in it.group} - {"subset"}):  # e.g. Winoground's tags
+        flat, ties, counts = summarize(per_item, [g["subset"] for g in groups], names, b.macro, parts)
+        for key in sorted({k for g in groups for k in g} - {"subset"}):  # e.g. Winoground's tags
             more: dict = {}
-            f2, t2, c2 = summarize(per_item, [f"{key}={it.group[key]}" for it in b.items], names, parts=more)
+            f2, t2, c2 = summarize(per_item, [f"{key}={g[key]}" for g in groups], names, parts=more)
             flat.update({k: v for k, v in f2.items() if "=" in k})
             ties.update({k: v for k, v in t2.items() if "=" in k})
             counts.update({k: v for k, v in c2.items() if "=" in k})

@@ -216,10 +216,10 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     b.spec = spec
     if hasattr(b, "items") and not b.items:
         raise UnbagError(nothing_to_score(b, k, path, third if k.image_root else None))
-    for it in getattr(b, "items", ()):  # every loader checks its fields; this catches any it missed
-        for j, c in enumerate(it.captions):
+    if hasattr(b, "items"):  # every loader checks its fields; this catches any it missed
+        for c, where_ in b.items.first_use("captions"):
             if not isinstance(c, str) or not c.strip():
-                raise UnbagError(f"{it.source or it.id}: caption {j} is empty ({c!r})")
+                raise UnbagError(f"{where_} is empty ({c!r})")
     if image_root:
         b.info["image_root"] = str(Path(image_root).resolve())
     files = files_fingerprint(spec)
@@ -265,8 +265,7 @@ def image_roots(spec: str) -> list[Path]:
 def _image_refs(b) -> list[tuple[str, str]]:
     """(where, path) of every image a loaded benchmark reads from a file."""
     if hasattr(b, "items"):
-        return [(f"{it.source or it.id}: field 'images[{k}]'", ref_file(r))
-                for it in b.items for k, r in enumerate(it.images) if isinstance(r, str)]
+        return [(where_, ref_file(r)) for r, where_ in b.items.first_use("images") if isinstance(r, str)]
     return [(f"{b.spec}: image {n}", ref_file(r)) for n, r in enumerate(b.images) if isinstance(r, str)]
 
 

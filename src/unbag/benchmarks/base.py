@@ -9,18 +9,15 @@ import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable
 
 import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import UnbagError
+from .items import ImageRef, Item, Items
 from .shapes import winoground
-
-# a file path (optionally "PATH#crop=x,y,w,h"), a member of a zip archive ("ARCHIVE#member=NAME"),
-# a cell of an Arrow file ("FILE#arrow=ROW,COLUMN"), pixels [H, W, 3] uint8, or encoded image bytes
-ImageRef = Union[str, np.ndarray, bytes]
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -32,17 +29,6 @@ def split_ref(ref: str) -> tuple[str, str]:
 def ref_file(ref: str) -> str:
     """The file an image reference reads (its crop, archive member or Arrow cell cut off)."""
     return split_ref(ref)[0]
-
-
-@dataclass(slots=True)  # no per-item __dict__: a release holds hundreds of thousands
-class Item:
-    """One test item: images x captions; caption i belongs to image i (for 2x2 items)."""
-    id: str
-    images: list[ImageRef]
-    captions: list[str]
-    group: dict[str, str]  # e.g. {"split": "ood", "category": "color"}
-    meta: dict = field(default_factory=dict)  # segments, objects, held-out combos...
-    source: str | None = None  # "file:line" the item came from, for error messages
 
 
 def two_by_two(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
@@ -62,7 +48,7 @@ class Benchmark:
     and measured apart, and the results hold every item's own scores."""
     name: str
     spec: str
-    items: list[Item]
+    items: Items  # a list of Items is stored as Items (flat memory)
     info: dict = field(default_factory=dict)
     image_size: int | None = None
     metric: Metric = two_by_two  # per-item values from the score tensor of items of one shape
@@ -82,6 +68,10 @@ class Benchmark:
     grouping: str = "subset"
     sgi: dict = field(default_factory=dict)  # SGI options its images call for, over its kind's (3D ctrl: objects)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.items, Items):
+            self.items = Items(self.items)
+
     def __len__(self) -> int:
         return len(self.items)
 
@@ -99,11 +89,11 @@ class Benchmark:
 
     def only(self, item_id: str) -> "Benchmark":
         """This benchmark restricted to the item with id `item_id`."""
-        chosen = [it for it in self.items if it.id == item_id]
+        chosen = [n for n, it in enumerate(self.items) if it.id == item_id]
         if not chosen:
             raise UnbagError(f"{self.spec}: no item with id {item_id!r}"
                              + (f" (ids look like {self.items[0].id!r})" if self.items else ""))
-        return dataclasses.replace(self, items=chosen)
+        return dataclasses.replace(self, items=self.items.take(chosen))
 
     def flat(self) -> tuple[list[ImageRef], list[str], list[str]]:
         """Every image reference, where each comes from (for error messages), and every caption,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .. import utils
 from ..errors import UnbagError, warn
+from .items import Items
 
 
 def read_json(path: Path):
@@ -215,9 +216,9 @@ def missing_subsets(name: str, wanted: dict[str, Path]) -> list[str]:
 
 def unique_ids(items, name: str):
     """Refuse two items with one id (a duplicated record), naming both places."""
-    seen: dict[str, str] = {}
-    for it in items:
-        if it.id in seen:
-            raise UnbagError(f"{it.source or name}: duplicate id {it.id!r} (also at {seen[it.id]})")
-        seen[it.id] = it.source or it.id
+    items = Items(items) if not isinstance(items, Items) else items
+    dup = items.duplicate_id()
+    if dup is not None:
+        it, was = items[dup[0]], items[dup[1]]
+        raise UnbagError(f"{it.source or name}: duplicate id {it.id!r} (also at {was.source or was.id})")
     return items

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UnbagError, warn
-from .base import Benchmark, Item
+from .base import Benchmark, Item, Items
 from .common import Dropped, images_at, read_json, unique_ids
 from .kinds import Kind, Summary
 from .shapes import first_caption
@@ -59,13 +59,10 @@ def metric(scores: torch.Tensor, items: list[Item]) -> dict[str, torch.Tensor]:
     return first_caption(scores, official=False)
 
 
-def composed(items: list[Item]) -> dict[str, dict[str, float]]:
+def composed(files: dict[str, tuple[str, str]]) -> dict[str, dict[str, float]]:
     """radar.py's categories (the mean over sources of the mean of each source's files present)
     and the three aspects (the means of their categories), with their mean, as weights on the
-    files' accuracies and the categories'."""
-    files: dict[str, tuple[str, str]] = {}
-    for it in items:
-        files.setdefault(it.group["subset"], (it.meta["category"], it.meta["source"]))
+    files' accuracies and the categories'; `files`: each subset's (category, source)."""
     cats: dict[str, dict[str, list[str]]] = {}
     for f, (cat, src) in files.items():
         cats.setdefault(cat, {}).setdefault(src, []).append(f"{f}/acc")
@@ -93,7 +90,7 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
     if not yamls:
         raise UnbagError(f"{root}: no corpus/v1/**/*.yaml found (DIR is the project root holding corpus/ and data/; "
                          "see docs/benchmarks.md)")
-    dropped, items, missing = Dropped(f"vl-checklist:{root}"), [], []
+    dropped, items, missing, files = Dropped(f"vl-checklist:{root}"), Items(), [], {}
     for y in yamls:
         cfg = _yaml(y)
         kind = y.parent.relative_to(corpus).as_posix()
@@ -124,6 +121,7 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
                 kept += 1
                 items.append(Item(f"{subset}-{n}", [str(path)], [ex[1]["POS"][0], ex[1]["NEG"][0]],
                                   group, meta=meta, source=where))
+                files[subset] = (category, meta["source"])
     if missing:
         warn(f"vl-checklist:{root}: {len(missing)} annotation file(s) named by corpus/ are missing, not scored: "
              + ", ".join(missing))
@@ -133,7 +131,7 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
         if cap is None else f"each file cut to its first {cap} items with an image, as the official ITC run"]})
     name = "vl-checklist" if cap is None else "vl-checklist-1k"
     return Benchmark(name, f"{name}:{root}", unique_ids(items, str(root)), info, metric=metric,
-                     composed=composed(items))
+                     composed=composed(files))
 
 
 RELEASE = "github.com/om-ai-lab/VL-CheckList (data/); images: VG, SWiG, HAKE, VAW (its DATASETS.md)"  # where to download it

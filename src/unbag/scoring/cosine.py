@@ -8,15 +8,18 @@ from ..cache import JobCache
 from ..models.base import Backend, config_id, weights_id
 from .encode import encode_images, encode_texts, precision_of, remembered
 
+CHUNK = 16384  # items whose embeddings are gathered at once
+
 
 def score_global(backend: Backend, bench: Benchmark, batch_size: int = 256,
                  progress: bool = False, cache: JobCache | None = None) -> torch.Tensor:
     """Score tensor [items, images, captions] of global cosine similarities (the items share a
-    shape). With the job's `cache`, each distinct image and caption is encoded once per job, however
-    many times it is scored (a benchmark's items of several shapes are scored one shape at a time)."""
-    items = bench.items
-    n_img, n_cap = len(items[0].images), len(items[0].captions)
-    refs, wheres, texts = bench.flat()
+    shape). Each distinct image and caption is encoded once and the items' scores are gathered a
+    chunk at a time (memory follows the distinct inputs, not the items); with the job's `cache`,
+    once per job, however many times it is scored (a benchmark's items of several shapes are scored
+    one shape at a time)."""
+    refs, at_img, wheres = bench.items.images()
+    texts, at_txt = bench.items.captions()
     if cache is None:
         img = encode_images(backend, refs, wheres, batch_size, bench.image_size, progress)
         txt = encode_texts(backend, texts, progress=progress)
@@ -28,6 +31,8 @@ def score_global(backend: Backend, bench: Benchmark, batch_size: int = 256,
                                                    batch_size, bench.image_size, progress))
         txt = remembered(cache, ("global.texts", weights_id(backend), *model), texts,
                          lambda idx: encode_texts(backend, [texts[i] for i in idx], progress=progress))
-    img = img.view(len(items), n_img, -1)
-    txt = txt.view(len(items), n_cap, -1)
-    return torch.einsum("nid,ncd->nic", img, txt)
+    at_img, at_txt = torch.from_numpy(at_img), torch.from_numpy(at_txt)
+    out = torch.empty(len(at_img), at_img.shape[1], at_txt.shape[1])
+    for s in range(0, len(out), CHUNK):
+        out[s:s + CHUNK] = torch.einsum("nid,ncd->nic", img[at_img[s:s + CHUNK]], txt[at_txt[s:s + CHUNK]])
+    return out
