@@ -212,3 +212,16 @@ def test_block_draws_are_the_draws_of_one_generator_in_sequence(monkeypatch):
     draws = torch.randint(97, (40, 97), generator=g)
     whole = torch.zeros(40, 97).scatter_add_(1, draws, torch.ones(40, 97))
     assert torch.equal(torch.cat([c.clone() for c in intervals.counts_in_chunks(97, 40, 5, cells=97 * 6)]), whole)
+
+
+def test_a_table_wider_than_the_terminal_is_printed_on_its_side(monkeypatch, capsys):
+    from unbag.reports.table import print_summaries
+
+    monkeypatch.setenv("COLUMNS", "160")
+    keys = {f"prod-swap-{n}/R@1_official": 0.5 for n in range(232)} | {"macro/R@1_official": 0.5}
+    res = {"benchmark": {"name": "crepe", "spec": "crepe:/d"}, "model": "m", "protocol": "global",
+           "metrics": keys, "intervals": {}, "n_items": 9}
+    print_summaries([("m", "global", res, None)])
+    out = capsys.readouterr().out
+    assert "…" not in out and all(f"prod-swap-{n}/R@1_official " in out for n in range(232))
+    assert max(len(line) for line in out.splitlines()) <= 160

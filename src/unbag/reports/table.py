@@ -112,18 +112,32 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
 
 
 def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
-    """The summary tables on the terminal (%, as in the report)."""
+    """The summary tables on the terminal (%, as in the report); a table wider than the terminal
+    (CREPE's 232 subsets) is turned on its side: a row per metric, a column per model and protocol."""
     console = Console(width=max(150, Console().width))
     general = general_ability(cells)
     tables = summary_tables(cells) + ([("", "general ability (zero-shot top-1)", *general)] if general else [])
     for _, title, head, rows in tables:
+        cells_ = [[row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
+                                     for e in row[2:]]] for row in rows]
         t = Table(title=f"{title}: % ± half-width of the 95% interval, strict '>' (ties count as wrong)")
-        for h in head:
-            t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
-        for row in rows:
-            t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
-                                        for e in row[2:]])
+        if _width(head, cells_) <= console.width:
+            for h in head:
+                t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
+            for row in cells_:
+                t.add_row(*row)
+        else:
+            t.add_column("metric")
+            for row in cells_:
+                t.add_column(f"{row[0]} · {row[1]}", justify="right")
+            for k, h in enumerate(head[2:], 2):
+                t.add_row(h, *[row[k] for row in cells_])
         console.print(t)
+
+
+def _width(head: list[str], rows: list[list[str]]) -> int:
+    """The characters a table of these cells needs (rich's borders and padding: 3 a column)."""
+    return 1 + sum(3 + max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(head))
 
 
 def entry_half(entry: tuple | None) -> float | None:
