@@ -426,8 +426,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     e.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     e.add_argument("--quiet", action="store_true")
     e.add_argument("--images-outside-root", action="store_true", help="read a benchmark's images where its file "
-                   "points even outside its folder and image root (absolute paths, ../, links; refused without it; "
-                   "recorded in the results)")
+                   "points even outside its folder and image root (absolute paths, ../; refused without it; links "
+                   "inside the folders are followed anyway; recorded in the results)")
     e.add_argument("--overwrite", action="store_true", help="replace --out (and its .items.jsonl) even if unbag "
                    "did not write them (never a benchmark's own file)")
     if sgi:
@@ -486,8 +486,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     su.add_argument("--out", default="unbag-suite", help="run folder (default: unbag-suite); a rerun reuses "
                     "its finished cells")
     su.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16")
-    su.add_argument("--images-outside-root", action="store_true", help="read images that lie outside their "
-                    "benchmark's folder and image root (links included); the results record it")
+    su.add_argument("--images-outside-root", action="store_true", help="read images that a release names outside "
+                    "their benchmark's folder and image root (absolute paths, ../); the results record it")
     su.add_argument("--all-items", action="store_true", help="also score the readings shown beside the suite and "
                     "never averaged: VL-CheckList's every item (the suite's VL-CheckList is the official ITC run's, "
                     "each file's first 1,000 items: vl-checklist-1k)")

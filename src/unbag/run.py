@@ -288,7 +288,24 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
              and m in only.get(p, [m])]
     results, loaded, ids, backend = [], {}, {}, None
     cache = JobCache()  # the cells share regions and frozen features; dropped when the plan ends
-    files = {spec: benchmarks.files_fingerprint(spec, outside) for spec in set(plan["benchmarks"].values())}
+    files, why = {}, {}
+    for b, spec in plan["benchmarks"].items():  # every benchmark read (and checked) before a byte is written
+        if spec not in files and spec not in why:
+            try:
+                if benchmarks.generated(spec):
+                    files[spec] = None
+                else:
+                    got = benchmarks.load(spec, seed=seed, outside_root=outside)
+                    files[spec] = got.info["files"]
+                    if len(loaded) < KEEP_LOADED:
+                        loaded[(spec, None)] = got
+            except UnbagError as e:
+                if failed is None:
+                    raise
+                why[spec] = str(e)
+        if spec in why:
+            failed[b] = why[spec]
+            warn(f"{b}: not scored: {why[spec]}")
     # the cells of this plan, listed before any runs: a report of the folder shows these only
     planned = [{"model": m, "benchmark": b, "protocol": p, "file": f"results/{cell_file(m, b, p)}"} for m, b, p in cells]
     write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": False,

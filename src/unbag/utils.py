@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -454,10 +456,47 @@ def parse_json(text: str, where: object, whole: bool = True) -> object:
         raise UnbagError(f"{where}: nested too deeply to read") from None
 
 
-def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
-    """A text file's content; a missing file, a folder or a binary file is an error naming it."""
+_READING: contextvars.ContextVar[list | None] = contextvars.ContextVar("unbag_reading", default=None)
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[list[Path]]:
+    """Collect the paths of the files read inside (`opened`): what a benchmark's fingerprint covers."""
+    got: list[Path] = []
+    token = _READING.set(got)
+    try:
+        yield got
+    finally:
+        _READING.reset(token)
+
+
+def opened(path: str | os.PathLike) -> Path:
+    """`path`, about to be read: refused unless it is a regular file once links are followed (a
+    FIFO or a device would block or never end; a folder is no file), and noted as read inside
+    `reading`. A missing path is returned as it is: its reader says what it expected there."""
     from .errors import UnbagError
     path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    except (OSError, ValueError) as e:
+        raise UnbagError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(mode):
+        raise UnbagError(f"{path}: is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise UnbagError(f"{path}: not a regular file (a FIFO, socket or device would block or never end); "
+                         "unbag reads regular files only")
+    got = _READING.get()
+    if got is not None:
+        got.append(path)
+    return path
+
+
+def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
+    """A text file's content; a missing file, a folder, a FIFO or a binary file is an error naming it."""
+    from .errors import UnbagError
+    path = opened(path)
     try:
         return path.read_text(encoding="utf-8-sig")  # a byte-order mark some editors write is not content
     except FileNotFoundError:

@@ -88,3 +88,28 @@ def test_compare_on_two_evaluated_cells(tiny_bench, tmp_path, capsys):
             for p in ("sgi", "global")}
     assert c["only_a"] == [i for i, r in rows["sgi"].items() if r["split"] == "ood" and r["group"] == 1
                            and rows["global"][i]["group"] == 0]
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../a.items.jsonl", "sub/a.items.jsonl", "a.json", ".."])
+def test_compare_reads_only_the_items_file_beside_the_results(tmp_path, name):
+    a, b = _write(tmp_path, "a", A), _write(tmp_path, "b", B)
+    res = json.loads(a.read_text())
+    res["per_item"] = name
+    a.write_text(json.dumps(res))
+    with pytest.raises(UnbagError, match="field 'per_item' must name the .items.jsonl file unbag wrote beside it"):
+        compare(a, b)
+
+
+def test_compare_requires_the_recorded_hash_and_finite_metrics(tmp_path):
+    a, b = _write(tmp_path, "a", A), _write(tmp_path, "b", B)
+    res = json.loads(a.read_text())
+    del res["per_item_sha256"]
+    a.write_text(json.dumps(res))
+    with pytest.raises(UnbagError, match="'per_item_sha256' is missing"):
+        compare(a, b)
+    a = _write(tmp_path, "a", A)
+    res = json.loads(a.read_text())
+    res["metrics"]["all/all/group"] = float("nan")
+    a.write_text(json.dumps(res))
+    with pytest.raises(UnbagError, match=r"metrics\['all/all/group'\] is nan, not a finite number"):
+        compare(a, b)

@@ -125,3 +125,24 @@ def test_the_report_shows_the_published_rows(tmp_path):
     _sugarcrepe(d, "open_clip:ViT-B-32-quickgelu@openai", 0.734, 0.72, 0.75)
     page = (write_report([d], tmp_path / "rep") / "index.html").read_text()
     assert "published (official: SugarCrepe" in page and "+0.4, inside" in page
+
+
+HOSTILE = ("=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd")
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_made_inert(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    metrics = {f"{name}/acc": 0.5 for name in HOSTILE} | {"all/acc": 0.25}
+    res = {"model": "=cmd|' /C calc'!A0", "protocol": "global", "benchmark": {"name": "colorswap", "spec": "colorswap:x"},
+           "metrics": metrics, "intervals": {"all/acc": [-0.1, 0.6]}, "n_items": 4}
+    (d / "r.json").write_text(json.dumps(res))
+    out = write_tables([d], tmp_path / "t.csv", "csv")
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    texts = [v for row in rows for k, v in row.items() if k not in ("value", "lo", "hi", "n_items")]
+    assert texts and not [v for v in texts if v[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert {row["metric"] for row in rows} == {"'" + k for k in metrics if k != "all/acc"} | {"all/acc"}
+    assert rows[0]["model"] == "'=cmd|' /C calc'!A0"
+    lo = next(row["lo"] for row in rows if row["metric"] == "all/acc")
+    assert float(lo) == -0.1  # a negative number stays a number

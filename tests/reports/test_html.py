@@ -177,3 +177,21 @@ def test_report_of_every_benchmark_in_a_headless_browser(every_benchmark):
                  "imagefolder", "karpathy"):
         assert f"<h2>{name} (" in dom.stdout
     assert "OOD avg c/s/m" in dom.stdout  # ctrl's own table is there too
+
+
+def test_report_md_escapes_html_and_markdown_from_names(tmp_path):
+    from unbag.reports.html import write_report
+
+    d = tmp_path / "results"
+    d.mkdir()
+    res = {"model": "<script>alert(1)</script>", "protocol": "global",
+           "benchmark": {"name": "colorswap", "spec": "colorswap:x"},
+           "metrics": {"<img src=x onerror=alert(1)>/group": 0.5, "[click](javascript:alert(1))/group": 0.5,
+                       "a|b/group": 0.5, "all/group": 0.5}, "n_items": 4}
+    (d / "r.json").write_text(json.dumps(res))
+    write_report([d], tmp_path / "rep")
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "<script>" not in text and "<img" not in text and not re.search(r"(?<!\\)\]\(javascript:", text)
+    assert "&lt;script&gt;" in text and r"a\|b" in text and r"\[click\](javascript:" in text
+    html_text = (tmp_path / "rep" / "index.html").read_text()
+    assert "<script>alert" not in html_text and "<img src=x" not in html_text

@@ -1,5 +1,6 @@
 """`coco:ANNOTATIONS[:IMAGES]`: COCO's captions file as training and feature data."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,27 @@ def test_ft_and_head_features_read_coco(coco_captions, tmp_path):
     assert (out / "open_clip_config.json").is_file()
     feats = unbag.features("open_clip:unbag-tiny@random", coco_captions, tmp_path / "feats", n=6, regions=False)
     assert json.loads((feats / "index.json").read_text())["samples"] >= 6
+
+
+@pytest.mark.parametrize("name", ["../../../../x.jpg", "/etc/hostname"])
+def test_a_coco_file_name_out_of_the_image_root_is_refused(coco_captions, name):
+    ann, root = coco_captions.removeprefix("coco:").split(":")
+    data = json.loads(Path(ann).read_text())
+    data["images"][3]["file_name"] = name
+    Path(ann).write_text(json.dumps(data))
+    with pytest.raises(UnbagError, match=r"images\[3\]: field 'file_name': image .* lies outside"):
+        source(parse_data(coco_captions), 0, 64)
+
+
+def test_duplicate_coco_ids_are_refused(coco_captions):
+    ann = coco_captions.removeprefix("coco:").split(":")[0]
+    data = json.loads(Path(ann).read_text())
+    data["annotations"][5]["id"] = data["annotations"][2]["id"]
+    Path(ann).write_text(json.dumps(data))
+    with pytest.raises(UnbagError, match=r"annotations\[5\]: id 2 is also the id of an earlier annotation"):
+        source(parse_data(coco_captions), 0, 64)
+    data["annotations"][5]["id"] = 5
+    data["images"][4]["id"] = data["images"][1]["id"]
+    Path(ann).write_text(json.dumps(data))
+    with pytest.raises(UnbagError, match=r"images\[4\]: id 101 is also the id of an earlier image"):
+        source(parse_data(coco_captions), 0, 64)

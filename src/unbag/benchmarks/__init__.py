@@ -21,6 +21,7 @@ from ..errors import UnbagError
 from ..world.styles import WORLDS, resolve, size, split_world, world as world_of
 from ..world.swap import CATEGORIES
 from .base import Benchmark, Item, image_key, load_image, ref_file
+from .common import inside
 from .kinds import DEFAULT_SUMMARY, RETRIEVAL, ZERO_SHOT, Grid, Kind, Summary
 
 
@@ -186,17 +187,20 @@ def kind(spec: str) -> Kind:
     return parse(spec).kind
 
 
+RESERVED = ("all", "macro")  # bucket names of the summary keys: no subset, split or category may take them
+
+
 def load(spec: str, seed: int = 0, per_category: int | None = None, style: str | None = None,
          outside_root: bool = False, px: int | None = None, device: str | None = None, progress: bool = False):
     """Load the benchmark a spec names (`seed`: the world seed of generated ones; `per_category`,
     `style` and `px`: the items per category and split, the world and the picture side of a
     generated one; the spec's own side, ctrl@WORLD:SIZE, wins over `px`; `device`: where a generated
     one's pictures are drawn, None the CPU; `progress`: a bar while they are). Its `spec` is the one
-    given (image root included) and its `info` records the image root and the files' fingerprint
-    (`files_fingerprint`). Every image must lie inside the benchmark's folder or image root once
-    links are followed (an absolute path, `../` or a link out of them is refused, naming the
-    item), unless `outside_root`: then the result records it, and the fingerprint covers those
-    images too."""
+    given (image root included) and its `info` records the image root and the fingerprint of the
+    files it read (`fingerprint`). Every image path a release writes must lie inside the
+    benchmark's folder or image root as written (an absolute path or a `..` out of them is refused,
+    naming the item; links in the folders are followed), unless `outside_root`: then the result
+    records it."""
     utils.at_least("seed", seed, 0)
     if per_category is not None:
         utils.at_least("per_category", per_category)
@@ -212,7 +216,9 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
     if k.worlds and style is not None and third is not None and resolve(style) != third:
         raise UnbagError(f"benchmark {spec!r} with style {style!r}: two worlds named")
     drawn = sized or (device is not None and k.sized is not None and generated(spec))
-    b = k.sized(path, seed, per_category, style or third, px, device, progress) if drawn else k.loader(path, third, seed)
+    with utils.reading() as read:  # the files the loader reads: what the fingerprint covers
+        b = k.sized(path, seed, per_category, style or third, px, device, progress) if drawn \
+            else k.loader(path, third, seed)
     b.spec = spec
     if hasattr(b, "items") and not b.items:
         raise UnbagError(nothing_to_score(b, k, path, third if k.image_root else None))
@@ -220,22 +226,31 @@ def load(spec: str, seed: int = 0, per_category: int | None = None, style: str |
         for c, where_ in b.items.first_use("captions"):
             if not isinstance(c, str) or not c.strip():
                 raise UnbagError(f"{where_} is empty ({c!r})")
+        groups = b.items.distinct_groups()
+        for group, where_ in groups:
+            for key in ("subset", "split", "category"):
+                # 'all/acc' and 'macro/acc' are the summary's keys: a bucket of that name beside others
+                # would be counted into them (a benchmark of one bucket may call it 'all')
+                if group.get(key) in RESERVED and len({g.get(key) for g, _ in groups}) > 1:
+                    raise UnbagError(f"{where_}: its {key} is named {group[key]!r}, a name the results keep for "
+                                     f"their summaries ({', '.join(RESERVED)}); rename it in the file")
     if image_root:
         b.info["image_root"] = str(Path(image_root).resolve())
-    files = files_fingerprint(spec)
-    if files is not None:
-        outside = _outside(b, image_roots(spec))
-        if outside and not outside_root:
-            where_, ref = outside[0]
-            raise UnbagError(f"{where_}: image {ref} lies outside the benchmark's folder"
-                             f"{' and image root' if image_root else ''} ({', '.join(map(str, image_roots(spec)))}) once "
-                             f"links are followed{f' (and {len(outside) - 1} more)' if len(outside) > 1 else ''}; "
-                             "move it inside, or pass --images-outside-root (plans: images_outside_root = true) to "
-                             "read images anywhere, which the results record")
-        if outside_root:
-            b.info["images_outside_root"] = True
-            files = _with_images(files, [ref for _, ref in outside])
-    b.info["files"] = files
+    if generated(spec):
+        b.info["files"] = None
+        return b
+    refs, roots = _image_refs(b), image_roots(spec, links=False)
+    outside = [(w, r) for w, r in refs if not inside(r, roots)]
+    if outside and not outside_root:
+        where_, ref = outside[0]
+        raise UnbagError(f"{where_}: image {ref} lies outside the benchmark's folder"
+                         f"{' and image root' if image_root else ''} ({', '.join(map(str, roots))})"
+                         f"{f' (and {len(outside) - 1} more)' if len(outside) > 1 else ''}: the release's file "
+                         "names it by an absolute path or climbs out with '..'; pass --images-outside-root (plans: "
+                         "images_outside_root = true) to read images anywhere, which the results record")
+    if outside_root:
+        b.info["images_outside_root"] = True
+    b.info["files"] = fingerprint(read, [r for _, r in refs])
     return b
 
 
@@ -254,77 +269,61 @@ def nothing_to_score(b, k: Kind, path: str, image_root: str | None) -> str:
     return f"{where}: no item to score: {why}; expected {k.form} laid out as docs/benchmarks.md#{anchor} shows"
 
 
-def image_roots(spec: str) -> list[Path]:
-    """The folders a file benchmark's images must lie in, resolved: its DIR (a FILE's folder) and
-    its IMAGE_ROOT."""
+def image_roots(spec: str, links: bool = True) -> list[Path]:
+    """The folders a file benchmark's images must lie in: its DIR (a FILE's folder) and its
+    IMAGE_ROOT, absolute; `links`: with links followed (resolved), else as the user named them."""
     k, _, path, third = parse(spec)
     roots = [Path(path)] + ([Path(third)] if k.image_root and third else [])
-    return [(r if r.is_dir() else r.parent).resolve() for r in roots]
+    roots = [r if r.is_dir() else r.parent for r in roots]
+    return [r.resolve() if links else Path(os.path.normpath(os.path.abspath(r))) for r in roots]
 
 
 def _image_refs(b) -> list[tuple[str, str]]:
-    """(where, path) of every image a loaded benchmark reads from a file."""
-    if hasattr(b, "items"):
-        return [(where_, ref_file(r)) for r, where_ in b.items.first_use("images") if isinstance(r, str)]
-    return [(f"{b.spec}: image {n}", ref_file(r)) for n, r in enumerate(b.images) if isinstance(r, str)]
+    """(where, file) of each distinct image file a loaded benchmark reads; a path holding a NUL
+    byte (no file has such a name) is refused."""
+    refs = [(where_, ref_file(r)) for r, where_ in b.items.first_use("images") if isinstance(r, str)] \
+        if hasattr(b, "items") else [(f"{b.spec}: image {n}", ref_file(r)) for n, r in enumerate(b.images)
+                                     if isinstance(r, str)]
+    for where_, ref in refs:
+        if "\0" in ref:
+            raise UnbagError(f"{where_}: image path {ref!r} holds a NUL byte; no file has such a name")
+    return refs
 
 
-def _outside(b, roots: list[Path]) -> list[tuple[str, str]]:
-    """The images of `b` that lie outside every root once links are followed."""
-    out, seen = [], {}
-    for where_, ref in _image_refs(b):
-        if ref not in seen:
-            if "\0" in ref:
-                raise UnbagError(f"{where_}: image path {ref!r} holds a NUL byte; no file has such a name")
-            real = Path(os.path.realpath(ref))
-            seen[ref] = any(real == r or r in real.parents for r in roots)
-        if not seen[ref]:
-            out.append((where_, ref))
-    return out
-
-
-def _with_images(files: str, refs: list[str]) -> str:
-    """A fingerprint extended with images outside the benchmark's folders (path, size, time)."""
-    h = hashlib.sha256(files.encode())
-    for ref in sorted(set(refs)):
+def fingerprint(read: list[Path], images: list[str]) -> str:
+    """A hash of exactly the files a benchmark read, at their targets once links are followed:
+    annotation files by content, the other files it read (Arrow shards, archives) and its images
+    by size and modification time. No folder is walked: a re-pointed link or an edited caption
+    changes it, a stray file or linked folder the benchmark never reads does not."""
+    h = hashlib.sha256()
+    for f in sorted({os.path.realpath(f) for f in read}):
+        st = os.stat(f)
+        h.update(f"{f}\0{st.st_size}\0".encode())
+        if Path(f).suffix.lower() in ANNOTATIONS:
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        else:
+            h.update(str(st.st_mtime_ns).encode())
+    h.update(b"\0images\0")
+    for ref in sorted({os.path.realpath(r) for r in images}):
         try:
             st = os.stat(ref)
-            h.update(f"{os.path.realpath(ref)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-        except OSError:
+            h.update(f"{ref}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except (OSError, ValueError):
             h.update(f"{ref}\0missing\0".encode())
     return h.hexdigest()
 
 
-ANNOTATIONS = {".json", ".jsonl", ".csv", ".tsv", ".txt", ".parquet", ".toml"}
+ANNOTATIONS = {".json", ".jsonl", ".csv", ".tsv", ".txt", ".parquet", ".toml", ".yaml", ".yml"}
 
 
 def files_fingerprint(spec: str, outside_root: bool = False) -> str | None:
-    """A hash of the files a spec reads (None for generated benchmarks): annotation files by
-    content, other files (images) by path, size and modification time, links to folders followed,
-    so that an edited caption, a replaced image or another folder changes it. `outside_root`: the
-    benchmark may read images anywhere; they join the hash (the benchmark is read to find them)."""
-    k, _, path, third = parse(spec)
-    image_root = third if k.image_root else None
+    """The fingerprint of the files a spec reads (`fingerprint`; None for generated benchmarks):
+    the benchmark is read to know them. `outside_root`: it may read images anywhere."""
     if generated(spec):
         return None
-    if outside_root:
-        return load(spec, outside_root=True).info["files"]
-    h = hashlib.sha256()
-    for root in (Path(path), Path(image_root) if image_root else None):
-        if root is None:
-            continue
-        files = utils.walk_files(root) if root.is_dir() else [root] if root.exists() else []
-        h.update(f"{root.resolve()}\0{len(files)}\0".encode())
-        for f in files:
-            st = f.stat()
-            h.update(f"{f.relative_to(root) if root.is_dir() else f.name}\0{st.st_size}\0".encode())
-            if f.suffix.lower() in ANNOTATIONS:
-                with open(f, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(block)
-            else:
-                h.update(str(st.st_mtime_ns).encode())
-    return h.hexdigest()
+    return load(spec, outside_root=outside_root).info["files"]
 
 
 def load_item(spec: str, item_id: str, seed: int = 0) -> Benchmark:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UnbagError
+from ..utils import opened
 from .base import Benchmark, Item
 from .common import need_text
 from .kinds import Kind, Summary
@@ -37,7 +38,7 @@ def load(root: str | Path) -> Benchmark:
         raise UnbagError(f"{root}: no .parquet files")
     items = []
     for f in files:
-        table = pq.read_table(f)
+        table = pq.read_table(opened(f))
         missing = [c for c in COLUMNS if c not in table.column_names]
         if missing:
             raise UnbagError(f"{f}: missing column '{missing[0]}'")

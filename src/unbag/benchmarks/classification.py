@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UnbagError, warn
-from ..utils import walk_files
+from ..utils import read_text, walk_files
 from . import prompts
 from .webdataset import wds_image, wds_samples
 
@@ -75,7 +75,7 @@ def check_template(template: str, where: str) -> str:
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
-    return [(n, ln.strip()) for n, ln in enumerate(path.read_text().splitlines(), 1) if ln.strip()]
+    return [(n, ln.strip()) for n, ln in enumerate(read_text(path).splitlines(), 1) if ln.strip()]
 
 
 def dataset_of(root: Path, dataset: str | None) -> str | None:
@@ -160,7 +160,7 @@ def load_wds(root: str | Path, dataset: str | None = None):
     """wds:DIR[:DATASET]: CLIP_benchmark's webdataset layout (classification, or retrieval per
     dataset_type.txt)."""
     root = Path(root)
-    kind = (root / "dataset_type.txt").read_text().strip().lower() if (root / "dataset_type.txt").is_file() \
+    kind = read_text(root / "dataset_type.txt").strip().lower() if (root / "dataset_type.txt").is_file() \
         else "classification"
     if kind == "retrieval":
         from .retrieval import load_wds_retrieval

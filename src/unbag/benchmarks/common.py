@@ -22,6 +22,23 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
             for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
+def inside(ref: str | os.PathLike, roots: list[Path]) -> bool:
+    """Whether a path lies in one of `roots` as written: '..' is taken literally and links are not
+    followed (a link the user made inside a folder they named is theirs to make: COCO's val2017
+    linked in, a Hugging Face snapshot whose files link into its cache's blobs/)."""
+    p = os.path.normpath(os.path.abspath(ref))
+    return any(p == str(r) or p.startswith(str(r).rstrip(os.sep) + os.sep) for r in roots)
+
+
+def kept_inside(path: Path, roots: list[Path], where: str, what: str) -> Path:
+    """`path`, a path a release wrote, refused when it is absolute or climbs out of `roots` with
+    '..' (`inside`): `where` names the file and field at fault."""
+    if not inside(path, [Path(os.path.normpath(os.path.abspath(r))) for r in roots]):
+        raise UnbagError(f"{where}: {what} {path} lies outside {', '.join(map(str, roots))} (an absolute path, or "
+                         "'..' out of it); unbag reads only inside the folders you name")
+    return path
+
+
 def need(obj: dict, fields: tuple[str, ...], where: str) -> None:
     """Raise naming the first missing field."""
     if not isinstance(obj, dict):
@@ -93,11 +110,22 @@ def coco_rows(annotations: Path, images: Path | None = None) -> list[tuple[Path,
     for n, im in enumerate(data["images"]):
         if not isinstance(im, dict) or "id" not in im or not isinstance(im.get("file_name"), str):
             raise UnbagError(f"{annotations}: images[{n}] needs 'id' and 'file_name'")
+        if not isinstance(im["id"], (int, str)) or isinstance(im["id"], bool):
+            raise UnbagError(f"{annotations}: images[{n}]: field 'id' should be a number or a string, got {im['id']!r}")
+        if im["id"] in files:
+            raise UnbagError(f"{annotations}: images[{n}]: id {im['id']!r} is also the id of an earlier image")
+        kept_inside(root / im["file_name"], [root], f"{annotations}: images[{n}]: field 'file_name'", "image")
         files[im["id"]] = im["file_name"]
     caps: dict = {}
+    ids: set = set()
     for n, a in enumerate(data["annotations"]):
         if not isinstance(a, dict) or a.get("image_id") not in files:
             raise UnbagError(f"{annotations}: annotations[{n}]: 'image_id' names no image of the file")
+        if "id" in a:  # COCO's annotation ids are unique: a repeated one is a duplicated record
+            if a["id"] in ids:
+                raise UnbagError(f"{annotations}: annotations[{n}]: id {a['id']!r} is also the id of an earlier "
+                                 "annotation (a duplicated record)")
+            ids.add(a["id"])
         if not isinstance(a.get("caption"), str) or not a["caption"].strip():
             raise UnbagError(f"{annotations}: annotations[{n}]: field 'caption' should be a non-empty string")
         caps.setdefault(a["image_id"], []).append(a["caption"].strip())
@@ -116,7 +144,7 @@ def _jsonl_rows(path: Path):
 
 
 def _csv_rows(path: Path):
-    with open(path, newline="") as f:
+    with open(utils.opened(path), newline="") as f:
         reader, end = csv.reader(f, strict=True), 0
         try:
             for row in reader:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ast
 import csv
+import math
 import re
 from pathlib import Path
 
 import torch
 
-from ..errors import UnbagError
+from ..errors import UnbagError, warn
+from ..utils import opened
 from .base import Benchmark, Item, crop_ref
 from .common import Dropped, folder_in, given_images, release_dir, unique_ids
 from .kinds import Kind, Summary
@@ -47,13 +49,26 @@ def _negatives(cell: str, where: str) -> list[str]:
 
 
 def _rows(f: Path, need: tuple[str, ...]):
-    with open(f, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in need if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UnbagError(f"{f}:1: missing column(s) {', '.join(missing)}")
-        for row in reader:
-            yield reader.line_num, row
+    """(line, row) of a CSV file; a quote left open, a row short of the header's columns, an
+    over-long field or bytes that are not UTF-8 stop with the file and line."""
+    with open(opened(f), newline="", encoding="utf-8") as fh:
+        reader, end = csv.DictReader(fh, strict=True), 1
+        try:
+            missing = [c for c in need if c not in (reader.fieldnames or [])]
+            if missing:
+                raise UnbagError(f"{f}:1: missing column(s) {', '.join(missing)}")
+            for row in reader:
+                line, end = end + 1, reader.line_num
+                if end > line:  # csv joins lines inside quotes: an unbalanced quote swallows the rows after it
+                    raise UnbagError(f"{f}:{line}: a quoted field runs on to line {end} (an unbalanced quote?)")
+                if None in row.values():
+                    raise UnbagError(f"{f}:{line}: {sum(v is None for v in row.values())} column(s) missing "
+                                     "(a truncated row?)")
+                yield line, row
+        except csv.Error as e:
+            raise UnbagError(f"{f}:{end + 1}: not a readable CSV row ({e})") from None
+        except UnicodeDecodeError as e:
+            raise UnbagError(f"{f}: not UTF-8 text (byte {e.start} of a block)") from None
 
 
 def _image(images: Path, image_id: str) -> Path:
@@ -61,8 +76,9 @@ def _image(images: Path, image_id: str) -> Path:
     return p if p.is_file() else images / "VG_100K_2" / f"{image_id}.jpg"
 
 
-def _read(f: Path, images: Path, subsets: list[tuple[str, str]], dropped: Dropped) -> list[Item]:
-    """Items of one CSV: (subset, column of negatives) for each subset its rows count in."""
+def _read(f: Path, images: Path, subsets: list[tuple[str, str]], dropped: Dropped, empty: dict) -> list[Item]:
+    """Items of one CSV: (subset, column of negatives) for each subset its rows count in; rows
+    without a negative are counted in `empty` (subset -> rows)."""
     items = []
     for line, row in _rows(f, ("image_id", "caption", "x", "y", "width", "height", *{c for _, c in subsets})):
         where = f"{f}:{line}"
@@ -75,10 +91,16 @@ def _read(f: Path, images: Path, subsets: list[tuple[str, str]], dropped: Droppe
             box = [float(row[k]) for k in ("x", "y", "width", "height")]
         except ValueError:
             raise UnbagError(f"{where}: fields x, y, width, height must be numbers") from None
+        if not all(math.isfinite(v) for v in box) or box[2] <= 0 or box[3] <= 0:
+            raise UnbagError(f"{where}: fields width and height must be positive and x, y, width, height finite, "
+                             f"got {', '.join(row[k] for k in ('x', 'y', 'width', 'height'))}")
         path = _image(images, image_id)
         for subset, col in subsets:
             negs = _negatives(row[col], f"{where}: field '{col}'")
-            if not negs or not dropped.present(subset, path):
+            if not negs:
+                empty[subset] = empty.get(subset, 0) + 1
+                continue
+            if not dropped.present(subset, path):
                 continue
             items.append(Item(f"{subset}-{line}", [crop_ref(path, *box)], [row["caption"], *negs], {"subset": subset},
                               source=where))
@@ -104,10 +126,14 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
     if not files:
         raise UnbagError(f"{root}: no prod_hard_negatives/<neg>/prod_vg_hard_negs_*.csv or syst_hard_negatives/"
                          "syst_vg_hard_negs_*.csv found (see docs/benchmarks.md)")
-    dropped, items = Dropped(f"crepe:{root}"), []
+    dropped, items, empty = Dropped(f"crepe:{root}"), [], {}
     for f, subsets in files:
-        items += _read(f, images, subsets, dropped)
-    info = dropped.record({"notes": [
+        items += _read(f, images, subsets, dropped, empty)
+    if empty:
+        warn(f"crepe:{root}: {sum(empty.values())} row(s) left out because they list no negative caption ("
+             + ", ".join(f"{k}: {v}" for k, v in sorted(empty.items())) + "); the results record them as "
+             "dropped_no_negative")
+    info = dropped.record({"dropped_no_negative": empty, "notes": [
         "R@k_official: the stable descending sort of crepe_eval_utils.py (the caption first among ties); R@k: "
         "tied negatives rank above the caption", "productivity rows have 6 candidates, so R@10 is always 1 there",
         "systematicity files: only the columns the official code reads (image_id, caption, box, "

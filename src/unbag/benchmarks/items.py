@@ -162,6 +162,12 @@ class Items(Sequence):
         g = self._store.groups
         return [g[k] for k in np.asarray(self._store.group)[self.rows()].tolist()]
 
+    def distinct_groups(self) -> list[tuple[dict, str]]:
+        """Each distinct group dict these items use, and the item that first uses it (its source or id)."""
+        s, rows = self._store, self.rows()
+        used, first = np.unique(np.asarray(s.group)[rows], return_index=True)
+        return [(s.groups[g], s.sources[r] or s.ids[r]) for g, r in zip(used.tolist(), rows[first].tolist())]
+
     def shapes(self) -> dict[tuple[int, int], np.ndarray]:
         """The positions of the items of each shape (images, captions), in order of first appearance."""
         rows, s = self.rows(), self._store

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UnbagError
+from ..utils import opened
 from .base import Benchmark, Item
 from .common import Dropped, release_dir, unique_ids
 from .kinds import Kind, Summary
@@ -43,7 +44,7 @@ def load(root: str | Path) -> Benchmark:
     f = root / "Questions.csv"
     if not f.is_file():
         raise UnbagError(f"{f}: file not found (see docs/benchmarks.md for the expected layout)")
-    with open(f, newline="", encoding="utf-8-sig") as fh:
+    with open(opened(f), newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.reader(fh))
     head, rows = rows[0] if rows else [], [(n, r) for n, r in enumerate(rows[1:], 2) if any(c.strip() for c in r)]
     if [h.strip() for h in head[:3]] != ["Question ID", "Type", "Statement"]:

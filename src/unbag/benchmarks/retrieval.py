@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..utils import read_text
 from .base import ImageRef
 
 CTRL_RETRIEVAL_SEED = 7777
@@ -118,7 +119,7 @@ def _flickr_txt(path) -> list[tuple[str, list[str]]]:
     """CLIP_benchmark's Flickr annotations: a header, then IMAGE.jpg,caption lines (captions may hold commas)."""
     from ..errors import UnbagError
     caps: dict[str, list[str]] = {}
-    for n, line in enumerate(path.read_text().splitlines()[1:], 2):
+    for n, line in enumerate(read_text(path).splitlines()[1:], 2):
         if line.strip():
             image, sep, caption = line.strip().partition(".jpg,")
             if not sep or not caption.strip():

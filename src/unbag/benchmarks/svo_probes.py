@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UnbagError
+from ..utils import opened
 from .base import Benchmark, Item
 from .common import Dropped, first_file, given_images, unique_ids
 from .kinds import Kind, Summary
@@ -51,7 +52,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
         raise UnbagError(f"{f}: file not found (see docs/benchmarks.md for the expected layout)")
     images = given_images(image_root, "svo-probes") or root / "images"
     dropped, items, excluded = Dropped(f"svo-probes:{root}"), [], 0
-    with open(f, newline="", encoding="utf-8-sig") as fh:
+    with open(opened(f), newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         need = ("sentence", "pos_image_id", "neg_image_id", *FLAGS)
         gone = [c for c in need if c not in (reader.fieldnames or [])]

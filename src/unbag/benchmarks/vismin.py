@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UnbagError, warn
+from ..utils import opened
 from .base import Benchmark, Item, arrow_ref
 from .common import read_json, unique_ids
 from .kinds import Kind, Summary
@@ -56,7 +57,7 @@ def load(root: str | Path) -> Benchmark:
         if not shard.is_file():
             raise UnbagError(f"{shard}: shard listed in state.json not found")
         try:
-            table = pa.ipc.open_stream(pa.memory_map(str(shard))).read_all()
+            table = pa.ipc.open_stream(pa.memory_map(str(opened(shard)))).read_all()
         except (pa.ArrowInvalid, OSError) as e:
             raise UnbagError(f"{shard}: not an Arrow stream ({e})") from None
         missing = [c for c in ("image_0", "text_0", "image_1", "text_1", "category") if c not in table.column_names]

@@ -26,8 +26,9 @@ from pathlib import Path
 import torch
 
 from ..errors import UnbagError, warn
+from ..utils import read_text
 from .base import Benchmark, Item, Items
-from .common import Dropped, images_at, read_json, unique_ids
+from .common import Dropped, images_at, kept_inside, read_json, unique_ids
 from .kinds import Kind, Summary
 from .shapes import first_caption
 
@@ -43,7 +44,7 @@ OFFICIAL_CAP = 1000  # configs/sample.yaml MAX_NUM 2000, halved by evaluate.py
 def _yaml(path: Path) -> dict:
     import yaml
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path))
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise UnbagError(f"{path}: not a readable YAML file ({e})") from None
     if not isinstance(data, dict):
@@ -95,7 +96,7 @@ def load(root: str | Path, image_root: str | None = None, cap: int | None = None
         cfg = _yaml(y)
         kind = y.parent.relative_to(corpus).as_posix()
         subset = f"{kind.replace('/', '_')}_{y.stem}"
-        f = root / cfg["ANNO_PATH"]
+        f = kept_inside(root / cfg["ANNO_PATH"], [root], f"{y}: field 'ANNO_PATH'", "annotation file")
         if not f.is_file():
             missing.append(subset)
             continue

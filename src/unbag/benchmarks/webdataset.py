@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UnbagError
+from ..utils import opened, read_text
 
 
 def _wds_shards(root: Path, split: str) -> list[Path]:
@@ -14,7 +15,7 @@ def _wds_shards(root: Path, split: str) -> list[Path]:
         raise UnbagError(f"{f}: not found (CLIP_benchmark's webdataset layout: DIR/{split}/nshards.txt and "
                          f"DIR/{split}/0.tar ...)")
     try:
-        n = int(f.read_text().strip())
+        n = int(read_text(f).strip())
     except ValueError:
         raise UnbagError(f"{f}:1: expected the number of shards") from None
     shards = [root / split / f"{k}.tar" for k in range(n)]
@@ -30,7 +31,7 @@ def wds_samples(root: Path, split: str = "test"):
     for shard in _wds_shards(root, split):
         groups: dict[str, dict[str, bytes]] = {}
         try:
-            with tarfile.open(shard) as tar:
+            with tarfile.open(opened(shard)) as tar:
                 for m in tar:
                     if m.isfile():
                         key, _, ext = m.name.partition(".")

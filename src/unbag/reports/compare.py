@@ -18,7 +18,7 @@ import torch
 from ..errors import UnbagError
 from ..metrics import aggregate, summarize
 from ..metrics.intervals import RESAMPLES, SEED, Part, bootstrap_values, percentile
-from ..utils import items_hash, read_json
+from ..utils import items_hash, opened, read_json
 
 # what a results file records of its items that must agree for a comparison (besides the ids)
 SAME = ("name", "seed", "per_category", "size", "render", "style", "files", "split", "n_images")
@@ -44,11 +44,20 @@ def _load(path: str | os.PathLike) -> tuple[dict, list[dict]]:
     if not name:
         raise UnbagError(f"{path}: no per-item file (retrieval and zero-shot results hold none); compare needs "
                          "the per-item results of an item benchmark")
+    if not isinstance(name, str) or Path(name).name != name or name in (".", "..") or not name.endswith(".items.jsonl"):
+        raise UnbagError(f"{path}: field 'per_item' must name the .items.jsonl file unbag wrote beside it, got "
+                         f"{name!r}; compare reads nothing else")
+    if not isinstance(res.get("per_item_sha256"), str):
+        raise UnbagError(f"{path}: field 'per_item_sha256' is missing: the per-item file cannot be checked against it")
+    bad = [k for k, v in res["metrics"].items() if not isinstance(v, (int, float)) or isinstance(v, bool)
+           or not math.isfinite(v)]
+    if bad:
+        raise UnbagError(f"{path}: metrics['{bad[0]}'] is {res['metrics'][bad[0]]!r}, not a finite number")
     items_file = path.parent / name
     if not items_file.is_file():
         raise UnbagError(f"{path}: its per-item file {items_file} is missing")
-    data = items_file.read_bytes()
-    if res.get("per_item_sha256") and items_hash(data) != res["per_item_sha256"]:
+    data = opened(items_file).read_bytes()
+    if items_hash(data) != res["per_item_sha256"]:
         raise UnbagError(f"{items_file}: changed since {path} was written (per_item_sha256 differs)")
     return res, [json.loads(line) for line in data.decode().splitlines() if line.strip()]
 

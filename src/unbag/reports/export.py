@@ -85,8 +85,15 @@ def latex(results: list[Result], intervals: bool = False, baseline: str | None =
     return "\n\n".join(out) + "\n"
 
 
+def cell(v):
+    """A CSV cell a spreadsheet will not run: text starting with =, +, -, @, a tab or a carriage
+    return (a formula, to Excel or LibreOffice) gets a leading ' (OWASP's CSV-injection advice).
+    Names come from downloaded data (subset keys, model and file names); numbers stay numbers."""
+    return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+
+
 def csv_rows(results: list[Result]) -> list[dict]:
-    """One dict per (model, benchmark, protocol, metric) of every result."""
+    """One dict per (model, benchmark, protocol, metric) of every result, each text cell inert (`cell`)."""
     rows = []
     for r in results:
         res = r.res
@@ -97,7 +104,7 @@ def csv_rows(results: list[Result]) -> list[dict]:
                          "benchmark": res["benchmark"].get("name", ""), "spec": res["benchmark"].get("spec", ""),
                          "metric": key, "value": v, "lo": "" if lo is None else lo, "hi": "" if hi is None else hi,
                          "interval_method": how.get(key, ""), "n_items": res.get("n_items", ""), "file": r.data_name})
-    return rows
+    return [{k: cell(v) for k, v in row.items()} for row in rows]
 
 
 def _written_latex(path: Path) -> bool:
@@ -126,7 +133,8 @@ def write_tables(paths: list[str | os.PathLike], out: str | os.PathLike, fmt: st
         text = latex(results, intervals, baseline)
     else:
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+        # every text cell quoted: a carriage return in a name cannot break its row
+        w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
         w.writeheader()
         w.writerows(csv_rows(results))
         text = buf.getvalue()

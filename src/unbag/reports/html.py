@@ -13,6 +13,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from ..benchmarks import Grid
 from ..errors import UnbagError, warn
@@ -190,14 +191,24 @@ def _cell_html(entry: tuple | None) -> str:
     return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a>{_pm_html(entry_half(entry))}</td>'
 
 
+_MD_MARKS = str.maketrans({c: "\\" + c for c in "\\`*_[]|~"})
+
+
+def md(text: object) -> str:
+    """Text from results (names from downloaded data, model specs, notes) as inert Markdown on one
+    line: HTML's < > & as entities (a Markdown viewer passes raw HTML on) and Markdown's own marks
+    escaped, so that a subset named `<img onerror=...>` or `[x](javascript:...)` stays text."""
+    return html.escape(" ".join(str(text).split()), quote=False).translate(_MD_MARKS)
+
+
 def _cell_md(entry: tuple | None) -> str:
     if entry is None:
         return ""
     v, r = entry[:2]
     if isinstance(v, str):
-        return v
+        return md(v)
     pm = "" if entry_half(entry) is None else f" ±{100 * entry_half(entry):.1f}"
-    return (f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{r.data_name})") + pm
+    return (f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{quote(r.data_name)})") + pm
 
 
 def _values(mets: dict) -> dict:
@@ -509,11 +520,11 @@ def _table_html(head: list[str], body: list[list]) -> str:
 
 
 def _table_md(head: list[str], body: list[list]) -> list[str]:
-    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out = ["| " + " | ".join(map(md, head)) + " |", "|" + "---|" * len(head)]
     for row in body:
-        cells = [row[0], str(row[1])] + [_cell_md(e) for e in row[2:]]
-        md.append("| " + " | ".join(cells) + " |")
-    return md
+        cells = [md(row[0]), md(row[1])] + [_cell_md(e) for e in row[2:]]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
 
 
 def _figure(name: str, caption: str) -> str:
@@ -574,8 +585,8 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                           f'<p class="note">{html.escape(grid.note)} {INTERVALS_NOTE} Every number links to its results '
                           "file.</p>",
                           "<h2>Charts</h2>", "".join(_figure(n, c) for n, c in figs)]
-            md_body += [f"## {grid.name}", ""] + _table_md(head, body) + ["", f"{grid.note} {INTERVALS_NOTE}", ""] + \
-                [f"![{c}]({n})" for n, c in figs]
+            md_body += [f"## {md(grid.name)}", ""] + _table_md(head, body) + ["", md(f"{grid.note} {INTERVALS_NOTE}"), ""] + \
+                [f"![{md(c)}]({quote(n)})" for n, c in figs]
             said += headline(rows, grid)
         general = general_ability([(r.model, r.protocol, r.res, r) for r in results])
         if general:  # a fine-tuning method's cost in general ability, next to its binding scores
@@ -590,20 +601,20 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
             body_html += ["<h2>The compositionality suite (%)</h2>", _table_html(shead, srows),
                           f'<p class="note">{html.escape(snote)} Each benchmark\'s table below has its official '
                           "columns.</p>"]
-            md_body += ["", "## The compositionality suite (%)", ""] + _table_md(shead, srows) + ["", snote]
+            md_body += ["", "## The compositionality suite (%)", ""] + _table_md(shead, srows) + ["", md(snote)]
         for stitle, shead, srows, chart in sections:
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '
                           f"{INTERVALS_NOTE} Every number links to its results file.</p>"] + ([_figure(*chart)] if chart else [])
-            md_body += ["", f"## {stitle}", ""] + _table_md(shead, srows) + (["", f"![{chart[1]}]({chart[0]})"]
-                                                                            if chart else [])
+            md_body += ["", f"## {md(stitle)}", ""] + _table_md(shead, srows) + \
+                (["", f"![{md(chart[1])}]({quote(chart[0])})"] if chart else [])
         paper = paper_rows(paths, results)
         if paper:  # a paper's own numbers for the same model, labelled, beside the run's
             psource, phead, prows = paper
             body_html += ["<h2>The paper's numbers beside yours (%)</h2>", _table_html(phead, prows),
                           f'<p class="note">paper: {html.escape(psource)}, for the same model; ours: this run. '
                           f"{INTERVALS_NOTE}</p>"]
-            md_body += ["", "## The paper's numbers beside yours (%)", ""] + _table_md(phead, prows) + ["", f"paper: {psource}"]
+            md_body += ["", "## The paper's numbers beside yours (%)", ""] + _table_md(phead, prows) + ["", f"paper: {md(psource)}"]
         expl_html = ("<h2>SGI explanations</h2>" + "".join(_figure(n, c) for n, c in expl)) if expl else ""
         files = "".join(f'<li><a href="data/{html.escape(r.data_name)}">{html.escape(r.data_name)}</a> '
                         f"({html.escape(r.res['model'])}, {html.escape(r.res['protocol'])}, "
@@ -612,8 +623,8 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
         left = "".join(f'<p class="note">Left out: {html.escape(x)}</p>' for x in left_out)
         (tmp / "index.html").write_text(PAGE.format(title=html.escape(title), headline=head_html, note=note, left=left,
                                                     body="\n".join(body_html), explain=expl_html, files=files))
-        md = [f"# {title}", ""] + [f"- {x}" for x in said] + ["", note, ""] + \
-            [f"Left out: {x}\n" for x in left_out] + md_body
-        md += [""] + [f"![{c}]({n})" for n, c in expl]
-        (tmp / "report.md").write_text("\n".join(md) + "\n")
+        text = [f"# {md(title)}", ""] + [f"- {md(x)}" for x in said] + ["", md(html.unescape(note)), ""] + \
+            [f"Left out: {md(x)}\n" for x in left_out] + md_body
+        text += [""] + [f"![{md(c)}]({quote(n)})" for n, c in expl]
+        (tmp / "report.md").write_text("\n".join(text) + "\n")
     return Path(out)

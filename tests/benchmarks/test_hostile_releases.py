@@ -1,0 +1,87 @@
+"""Trust III on the readers: careless or hostile release files end in exit 2 naming the file, line
+and field (never a traceback or a hang), and no record is dropped or mis-bucketed silently."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+
+import pytest
+
+from unbag import benchmarks
+from unbag.cli import main
+from unbag.errors import UnbagError
+
+CREPE = "prod_hard_negatives/swap/prod_vg_hard_negs_swap_complexity_4.csv"
+
+
+def _copy(src, dst):
+    shutil.copytree(src, dst)
+    return dst
+
+
+@pytest.mark.parametrize("name", ["macro", "all"])
+def test_a_subset_named_like_a_summary_key_is_refused(colorswap_dir, tmp_path, name):
+    root = _copy(colorswap_dir, tmp_path / "data")
+    recs = json.loads((root / "test.json").read_text())
+    recs[1]["image_source"] = name
+    (root / "test.json").write_text(json.dumps(recs))
+    with pytest.raises(UnbagError, match=f"its subset is named '{name}', a name the results keep for their summaries"):
+        benchmarks.load(f"colorswap:{root}")
+
+
+def test_crepe_rows_without_a_negative_are_counted_and_warned(crepe_dir, tmp_path):
+    root = _copy(crepe_dir, tmp_path / "crepe")
+    f = root / CREPE
+    lines = f.read_text().splitlines()
+    lines[1] = lines[1].split(',"')[0] + ',"[]",10.0,5.0,50.0,40.0'
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=r"1 row\(s\) left out because they list no negative caption \(prod-swap-4: 1\)"):
+        b = benchmarks.load(f"crepe:{root}")
+    assert b.info["dropped_no_negative"] == {"prod-swap-4": 1}
+
+
+@pytest.mark.parametrize("box, why", [("10.0,5.0,0,0", "must be positive"), ("10.0,5.0,nan,40", "finite")])
+def test_crepe_box_of_no_area_is_refused(crepe_dir, tmp_path, box, why):
+    root = _copy(crepe_dir, tmp_path / "crepe")
+    f = root / CREPE
+    lines = f.read_text().splitlines()
+    lines[1] = lines[1].rsplit(",", 4)[0] + "," + box
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UnbagError, match=f"{CREPE}:2: fields width and height .*{why}"):
+        benchmarks.load(f"crepe:{root}")
+
+
+@pytest.mark.parametrize("how, why", [("quote", "(a quoted field runs on to line|not a readable CSV row)"),
+                                      ("huge", "not a readable CSV row .*field larger than field limit"),
+                                      ("short", "\\d+ column\\(s\\) missing")])
+def test_crepe_csv_that_csv_cannot_read_is_located(crepe_dir, tmp_path, how, why):
+    root = _copy(crepe_dir, tmp_path / "crepe")
+    f = root / CREPE
+    lines = f.read_text().splitlines()
+    if how == "quote":
+        lines[1] = lines[1].replace('}"', '}', 1)  # the set literal's closing quote lost
+    elif how == "huge":
+        lines[1] = lines[1].replace("red cube on blue sphere", '"' + "x" * 140_000 + '"', 1)
+    else:
+        lines[1] = ",".join(lines[1].split(",")[:3])
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UnbagError, match=f"{CREPE}:2: {why}"):
+        benchmarks.load(f"crepe:{root}")
+
+
+def test_a_fifo_where_a_file_is_expected_is_refused_not_waited_on(naturalbench_dir, tmp_path, capsys):
+    root = _copy(naturalbench_dir, tmp_path / "nb")
+    (root / "metadata.json").unlink()
+    os.mkfifo(root / "metadata.json")
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("code", main(["eval", "--model", "builtin", "--bench",
+                                                                      f"naturalbench:{root}", "--quiet"])), daemon=True)
+    t.start()
+    t.join(60)
+    if t.is_alive():  # unblock the reader so that the test run can end
+        with open(root / "metadata.json", "w") as w:
+            w.write("[]")
+        pytest.fail("unbag waited on a FIFO")
+    assert got["code"] == 2 and "not a regular file" in capsys.readouterr().err
