@@ -125,3 +125,38 @@ def test_the_plan_names_are_plan_names():
     text = plan_text("open_clip:ViT-B-32-quickgelu@openai", {"crepe": "crepe:/d/crepe"}, ["global", "head:builtin:tflocal"])
     assert '"open_clip-ViT-B-32-quickgelu-openai" = "open_clip:ViT-B-32-quickgelu@openai"' in text
     assert '"head-builtin-tflocal" = "head:builtin:tflocal"' in text
+
+
+@pytest.mark.parametrize("args, said", [(["--protocol", "bogus"], "bogus"), (["--precision", "fp64"], "fp64"),
+                                        (["--model", "/no/such/model"], "/no/such/model")])
+def test_a_bad_input_writes_nothing(winoground_dir, tmp_path, capsys, args, said):
+    root = tmp_path / "root"
+    shutil.copytree(winoground_dir, root / "winoground")
+    out = tmp_path / "run"
+    base = {"--model": "builtin"}
+    for k, v in zip(args[::2], args[1::2]):
+        base[k] = v
+    code = main(["suite", "--root", str(root), "--out", str(out), "--quiet", *[x for kv in base.items() for x in kv]])
+    assert code == 2 and said in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_an_out_inside_a_benchmark_folder_is_refused_and_nothing_written_there(winoground_dir, tmp_path, capsys):
+    root = tmp_path / "root"
+    shutil.copytree(winoground_dir, root / "winoground")
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    code = main(["suite", "--model", "builtin", "--root", str(root), "--out", str(root / "winoground" / "run"),
+                 "--quiet"])
+    assert code == 2 and "lies inside" in capsys.readouterr().err
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_a_plan_with_an_unreadable_benchmark_writes_nothing(winoground_dir, cola_dir, tmp_path, capsys):
+    cola = tmp_path / "cola"
+    shutil.copytree(cola_dir, cola)
+    shutil.rmtree(cola / "images")  # no item to score
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'out = "{tmp_path / "run"}"\n[models]\nm = "builtin"\n[benchmarks]\n'
+                    f'w = "winoground:{winoground_dir}"\nc = "cola:{cola}"\n[protocols]\nglobal = "global"\n')
+    assert main(["run", str(plan), "--quiet"]) == 2
+    assert "benchmarks.c: cola:" in capsys.readouterr().err and not (tmp_path / "run").exists()

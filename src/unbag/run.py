@@ -249,11 +249,51 @@ def run_folder(root: Path) -> Path:
     return root
 
 
+def outside_benchmarks(root: Path, specs: dict[str, str]) -> None:
+    """Refuse an output folder inside a benchmark's folder or image root (as named or once links
+    are followed), before anything is written: unbag never writes into a release."""
+    for name, spec in specs.items():
+        if benchmarks.generated(spec):
+            continue
+        for r in benchmarks.image_roots(spec) + benchmarks.image_roots(spec, links=False):
+            for p in (Path(os.path.normpath(os.path.abspath(root))), root.resolve()):
+                if p == r or r in p.parents:
+                    raise UnbagError(f"{root}: the output folder lies inside {r}, a folder of benchmark {name} "
+                                     f"({spec}); unbag writes nothing into a release: choose another out")
+
+
+def read_benchmarks(specs: dict[str, str], seed: int, outside: bool, loaded: dict,
+                    failed: dict[str, str] | None) -> dict[str, str | None]:
+    """The fingerprint of each file benchmark's files (None for generated ones), each read and
+    checked once; the first few kept in `loaded` for scoring. A benchmark that cannot be read
+    stops the plan, or with `failed` (the suite's) is recorded there (name -> why) and warned."""
+    files, why = {}, {}
+    for b, spec in specs.items():
+        if spec not in files and spec not in why:
+            try:
+                if benchmarks.generated(spec):
+                    files[spec] = None
+                else:
+                    got = benchmarks.load(spec, seed=seed, outside_root=outside)
+                    files[spec] = got.info["files"]
+                    if len(loaded) < KEEP_LOADED:
+                        loaded[(spec, None)] = got
+            except UnbagError as e:
+                if failed is None:
+                    raise UnbagError(f"benchmarks.{b}: {e}") from None
+                why[spec] = str(e)
+        if spec in why:
+            failed[b] = why[spec]
+            warn(f"{b}: not scored: {why[spec]}")
+    return files
+
+
 def run_plan(path: str | Path, out: str | None = None, progress: bool = True, device: str = "cpu",
-             failed: dict[str, str] | None = None) -> list[dict]:
-    """Run every unfinished cell of a plan; return all cells' results. `failed` (the suite's):
-    a benchmark that cannot be read is recorded there (plan name -> why, warned) and its cells
-    skipped, instead of stopping the plan."""
+             failed: dict[str, str] | None = None, recorded: str | Path | None = None) -> list[dict]:
+    """Run every unfinished cell of a plan; return all cells' results. Every input is checked and
+    every benchmark read before anything is written. `failed` (the suite's): a benchmark that
+    cannot be read is recorded there (plan name -> why, warned) and its cells skipped, instead of
+    stopping the plan. `recorded`: the plan file the run folder's summary names (default `path`)."""
     from .cache import JobCache
     from .evaluation import evaluate
     from .models import load
@@ -261,9 +301,14 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
 
     plan = read_plan(path)
     check_plan(Path(path), plan)
-    root = run_folder(Path(os.path.expanduser(out or plan.get("out", "runs/plan"))))
-    atomic_write(root / "plan.toml", Path(path).read_text())
+    root = Path(os.path.expanduser(out or plan.get("out", "runs/plan")))
+    outside_benchmarks(root, plan["benchmarks"])
     outside = bool(plan.get("images_outside_root", False))
+    seed = int(plan.get("seed", 0))
+    loaded: dict = {}
+    files = read_benchmarks(plan["benchmarks"], seed, outside, loaded, failed)  # before a byte is written
+    root = run_folder(root)
+    atomic_write(root / "plan.toml", Path(path).read_text())
     model_specs = dict(plan.get("models", {}))
     from .heads import HEADS
     trained_heads, features = {}, {}
@@ -272,7 +317,6 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             trained_heads[name] = head_entry(name, table, root, progress, device, model_specs, features)
         else:
             model_specs[name] = str(train_entry(name, table, root, progress, device))
-    seed = int(plan.get("seed", 0))
     # items per category and split of the generated benchmarks that take a number (ctrl)
     sizes = {spec: plan.get("per_category") if benchmarks.sized(spec) else None
              for spec in plan["benchmarks"].values()}
@@ -286,29 +330,11 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     cells = [(m, b, p) for m in model_specs for b in plan["benchmarks"] for p in plan["protocols"]
              if not (benchmarks.kind(plan["benchmarks"][b]).global_only and protocols[p] != ("global", {}))
              and m in only.get(p, [m])]
-    results, loaded, ids, backend = [], {}, {}, None
+    results, ids, backend = [], {}, None
     cache = JobCache()  # the cells share regions and frozen features; dropped when the plan ends
-    files, why = {}, {}
-    for b, spec in plan["benchmarks"].items():  # every benchmark read (and checked) before a byte is written
-        if spec not in files and spec not in why:
-            try:
-                if benchmarks.generated(spec):
-                    files[spec] = None
-                else:
-                    got = benchmarks.load(spec, seed=seed, outside_root=outside)
-                    files[spec] = got.info["files"]
-                    if len(loaded) < KEEP_LOADED:
-                        loaded[(spec, None)] = got
-            except UnbagError as e:
-                if failed is None:
-                    raise
-                why[spec] = str(e)
-        if spec in why:
-            failed[b] = why[spec]
-            warn(f"{b}: not scored: {why[spec]}")
     # the cells of this plan, listed before any runs: a report of the folder shows these only
     planned = [{"model": m, "benchmark": b, "protocol": p, "file": f"results/{cell_file(m, b, p)}"} for m, b, p in cells]
-    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": False,
+    write_json(root / "summary.json", {"plan": str(recorded or path), "cells": planned, "finished": False,
                                        **({"published": plan["published"]} if "published" in plan else {})})
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
@@ -351,7 +377,7 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             res["cell"] = planned_cell
             results.append(res)
             bar.advance(task)
-    write_json(root / "summary.json", {"plan": str(path), "cells": planned, "finished": True,
+    write_json(root / "summary.json", {"plan": str(recorded or path), "cells": planned, "finished": True,
                                        **({"published": plan["published"]} if "published" in plan else {})})
     sgi = next((protocols[p] for p in plan["protocols"] if protocols[p][0] in SGI_PRESETS), None)
     bench = next((spec for spec in plan["benchmarks"].values() if benchmarks.kind(spec).explain), None)

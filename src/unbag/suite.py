@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from . import benchmarks
 from .errors import UnbagError
-from .utils import atomic_write, read_toml
+from .utils import read_toml
 
 SUITE_FILE = "suite.toml"
 
@@ -115,21 +116,19 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
     the specs found. A benchmark that cannot be read (no item to score, a malformed file) is put in
     `failed` (name -> why) and the suite goes on to the next."""
     from . import dist
-    from .run import run_folder, run_plan
+    from .run import run_plan
 
     found, missing = find(root, all_items)
     if not found:
         raise UnbagError(f"{root}: none of the suite's benchmarks found (looked for the folders "
                          f"{', '.join(missing)}; docs/benchmarks.md)")
     text = plan_text(model, found, protocols, precision, outside)
-    rank, _, device = dist.init(device)  # under torchrun: each rank scores a slice of every benchmark
+    _, _, device = dist.init(device)  # under torchrun: each rank scores a slice of every benchmark
     dest = Path(os.path.expanduser(out))
-    if rank == 0:
-        run_folder(dest)
-        atomic_write(dest / "plan.toml", text)
-    dist.barrier()
-    return run_plan(dest / "plan.toml", str(dest), progress=progress, device=device,
-                    failed={} if failed is None else failed), missing, found
+    with tempfile.TemporaryDirectory() as tmp:  # the plan is checked, and every benchmark read, before OUT is touched
+        (Path(tmp) / "plan.toml").write_text(text)
+        return run_plan(Path(tmp) / "plan.toml", str(dest), progress=progress, device=device,
+                        failed={} if failed is None else failed, recorded=dest / "plan.toml"), missing, found
 
 
 __all__ = ["find", "image_roots", "not_applicable", "plan_text", "run_suite", "name_of", "SUITE_FILE"]

@@ -146,3 +146,15 @@ def test_csv_cells_a_spreadsheet_would_run_are_made_inert(tmp_path):
     assert rows[0]["model"] == "'=cmd|' /C calc'!A0"
     lo = next(row["lo"] for row in rows if row["metric"] == "all/acc")
     assert float(lo) == -0.1  # a negative number stays a number
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_the_per_item_file_of_an_input_is_never_an_out(tmp_path, overwrite):
+    d = tmp_path
+    res = {"model": "m", "protocol": "global", "benchmark": {"name": "sugarcrepe", "spec": "sugarcrepe:x"},
+           "metrics": {"all/acc": 0.5}, "n_items": 1, "per_item": "r.items.jsonl"}
+    (d / "r.json").write_text(json.dumps(res))
+    (d / "r.items.jsonl").write_text('{"id": "a", "scores": [[0.1, 0.2]], "acc": 0.0, "ties": []}\n')
+    with pytest.raises(UnbagError, match="an input of this command"):
+        write_tables([d / "r.json"], d / "r.items.jsonl", "csv", overwrite=overwrite)
+    assert (d / "r.items.jsonl").read_text().startswith('{"id": "a"')

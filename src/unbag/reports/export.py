@@ -127,7 +127,9 @@ def write_tables(paths: list[str | os.PathLike], out: str | os.PathLike, fmt: st
     """Write the report's tables as one LaTeX file or one tidy CSV file to `out` (a file unbag did
     not write there is refused unless `overwrite`)."""
     written = _written_latex if fmt == "latex" else _written_csv
-    out = check_file_out(out, f"report --format {fmt}", written, overwrite, tuple(paths))
+    # a results file's per-item file is part of it: never an --out, --overwrite or not
+    parts = [Path(p).with_suffix(".items.jsonl") for p in paths if Path(p).suffix == ".json"]
+    out = check_file_out(out, f"report --format {fmt}", written, overwrite, (*paths, *parts))
     results = collect(paths, [])
     if fmt == "latex":
         text = latex(results, intervals, baseline)
