@@ -85,3 +85,50 @@ def test_a_fifo_where_a_file_is_expected_is_refused_not_waited_on(naturalbench_d
             w.write("[]")
         pytest.fail("unbag waited on a FIFO")
     assert got["code"] == 2 and "not a regular file" in capsys.readouterr().err
+
+
+def test_vismin_shard_names_that_are_no_file_names_are_refused(vismin_dir, tmp_path):
+    root = _copy(vismin_dir, tmp_path / "vismin")
+    state = root / "data" / "test" / "state.json"
+    for name, why in ((5, "must be a file name, got 5"), ("../../../x.arrow", "shard .* lies outside")):
+        state.write_text(json.dumps({"_data_files": [{"filename": name}]}))
+        with pytest.raises(UnbagError, match=rf"state.json: _data_files\[0\]: field 'filename'.*{why}"):
+            benchmarks.load(f"vismin:{root}")
+
+
+def test_a_truncated_svo_probes_csv_names_its_line(svo_probes_dir, tmp_path):
+    root = _copy(svo_probes_dir, tmp_path / "svo")
+    f = root / "svo_probes.csv"
+    f.write_text(f.read_text()[:-40])  # the download cut off in the last row
+    with pytest.raises(UnbagError, match=r"svo_probes.csv:6: \d+ column\(s\) missing"):
+        benchmarks.load(f"svo-probes:{root}")
+
+
+def test_eqben_sample_count_that_is_no_number_is_refused(eqben_dir, tmp_path):
+    root = _copy(eqben_dir, tmp_path / "eqben")
+    f = root / "annotation" / "ann_json_finegrained_random.json"
+    recs = json.loads(f.read_text())
+    recs[0]["private_info"]["sample_cnt"] = float("nan")
+    f.write_text(json.dumps(recs))
+    with pytest.raises(UnbagError, match=r"item 0: field 'private_info.sample_cnt' must be a whole number, got nan"):
+        benchmarks.load(f"eqben:{root}")
+
+
+def test_an_npy_frame_whose_header_claims_gigapixels_is_refused_unread(eqben_dir, tmp_path, capsys):
+    import numpy as np
+
+    root = _copy(eqben_dir, tmp_path / "eqben")
+    frame = next(root.rglob("*.npy"))
+    with open(frame, "wb") as fh:  # a header for 100000 x 100000 x 3 bytes, and no data
+        np.lib.format.write_array_header_1_0(fh, {"descr": "|u1", "fortran_order": False, "shape": (100000, 100000, 3)})
+    code = main(["eval", "--model", "builtin", "--bench", f"eqben:{root}", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and frame.name in err and "too large" in err and "Traceback" not in err
+
+
+def test_a_truncated_parquet_is_named(bivlc_dir, tmp_path):
+    root = _copy(bivlc_dir, tmp_path / "bivlc")
+    f = root / "test-00000.parquet"
+    f.write_bytes(f.read_bytes()[:200])
+    with pytest.raises(UnbagError, match="test-00000.parquet: not a readable parquet file"):
+        benchmarks.load(f"bivlc:{root}")

@@ -169,6 +169,20 @@ def _source(path: str, frag: str):
     return path
 
 
+def _frame(path: str) -> np.ndarray:
+    """A uint8 [H, W, 3] array from a .npy file, its header checked before any pixel is read (a
+    header may claim gigapixels: refused as PIL refuses a decompression bomb)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f)
+    if len(shape) != 3 or shape[2] != 3 or dtype != np.uint8:
+        raise ValueError(f"expected a uint8 array [H, W, 3], got {dtype} {shape}")
+    if shape[0] * shape[1] > (Image.MAX_IMAGE_PIXELS or float("inf")):
+        raise Image.DecompressionBombError(f"its header claims {shape[0]}x{shape[1]} pixels")
+    return np.load(path, allow_pickle=False)
+
+
 def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Image.Image:
     """Open an image reference as RGB, with an error that says which item and field is at fault;
     a picture over PIL's pixel limit (a decompression bomb: a small file that decodes to gigabytes)
@@ -187,9 +201,7 @@ def load_image(ref: ImageRef, where: str, expect_side: int | None = None) -> Ima
         path, frag = split_ref(ref)
         try:
             if path.endswith(".npy"):  # EqBen's YouCook2 frames: arrays in BGR order
-                a = np.load(path, allow_pickle=False)
-                if a.ndim != 3 or a.shape[2] != 3 or a.dtype != np.uint8:
-                    raise ValueError(f"expected a uint8 array [H, W, 3], got {a.dtype} {a.shape}")
+                a = _frame(path)
                 img = Image.fromarray(np.ascontiguousarray(a[:, :, ::-1]), "RGB")
             else:
                 with Image.open(_source(path, frag)) as f:

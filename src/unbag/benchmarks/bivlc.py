@@ -29,6 +29,7 @@ def _bytes(v, where: str) -> bytes:
 
 def load(root: str | Path) -> Benchmark:
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise UnbagError("BiVLC is read with pyarrow: pip install pyarrow") from None
@@ -38,7 +39,10 @@ def load(root: str | Path) -> Benchmark:
         raise UnbagError(f"{root}: no .parquet files")
     items = []
     for f in files:
-        table = pq.read_table(opened(f))
+        try:
+            table = pq.read_table(opened(f))
+        except (pa.ArrowException, OSError) as e:  # a truncated download, or not parquet at all
+            raise UnbagError(f"{f}: not a readable parquet file ({e})") from None
         missing = [c for c in COLUMNS if c not in table.column_names]
         if missing:
             raise UnbagError(f"{f}: missing column '{missing[0]}'")

@@ -39,6 +39,29 @@ def kept_inside(path: Path, roots: list[Path], where: str, what: str) -> Path:
     return path
 
 
+def csv_records(f: Path, need: tuple[str, ...], encoding: str = "utf-8-sig"):
+    """(line, row dict) of a CSV file with a header holding the columns `need`; a quote left open, a row short of the header's columns, an
+    over-long field or bytes that are not UTF-8 stop with the file and line."""
+    with open(utils.opened(f), newline="", encoding=encoding) as fh:
+        reader, end = csv.DictReader(fh, strict=True), 1
+        try:
+            missing = [c for c in need if c not in (reader.fieldnames or [])]
+            if missing:
+                raise UnbagError(f"{f}:1: missing column(s) {', '.join(missing)}")
+            for row in reader:
+                line, end = end + 1, reader.line_num
+                if end > line:  # csv joins lines inside quotes: an unbalanced quote swallows the rows after it
+                    raise UnbagError(f"{f}:{line}: a quoted field runs on to line {end} (an unbalanced quote?)")
+                if None in row.values():
+                    raise UnbagError(f"{f}:{line}: {sum(v is None for v in row.values())} column(s) missing "
+                                     "(a truncated row?)")
+                yield line, row
+        except csv.Error as e:
+            raise UnbagError(f"{f}:{end + 1}: not a readable CSV row ({e})") from None
+        except UnicodeDecodeError as e:
+            raise UnbagError(f"{f}: not UTF-8 text (byte {e.start} of a block)") from None
+
+
 def need(obj: dict, fields: tuple[str, ...], where: str) -> None:
     """Raise naming the first missing field."""
     if not isinstance(obj, dict):

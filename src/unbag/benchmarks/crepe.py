@@ -13,7 +13,6 @@ first among ties (`R@k_official`); `R@k` ranks tied negatives above it.
 from __future__ import annotations
 
 import ast
-import csv
 import math
 import re
 from pathlib import Path
@@ -21,9 +20,8 @@ from pathlib import Path
 import torch
 
 from ..errors import UnbagError, warn
-from ..utils import opened
 from .base import Benchmark, Item, crop_ref
-from .common import Dropped, folder_in, given_images, release_dir, unique_ids
+from .common import Dropped, csv_records, folder_in, given_images, release_dir, unique_ids
 from .kinds import Kind, Summary
 from .shapes import recall_at
 
@@ -48,29 +46,6 @@ def _negatives(cell: str, where: str) -> list[str]:
     return sorted(v) if isinstance(v, set) else list(v)
 
 
-def _rows(f: Path, need: tuple[str, ...]):
-    """(line, row) of a CSV file; a quote left open, a row short of the header's columns, an
-    over-long field or bytes that are not UTF-8 stop with the file and line."""
-    with open(opened(f), newline="", encoding="utf-8") as fh:
-        reader, end = csv.DictReader(fh, strict=True), 1
-        try:
-            missing = [c for c in need if c not in (reader.fieldnames or [])]
-            if missing:
-                raise UnbagError(f"{f}:1: missing column(s) {', '.join(missing)}")
-            for row in reader:
-                line, end = end + 1, reader.line_num
-                if end > line:  # csv joins lines inside quotes: an unbalanced quote swallows the rows after it
-                    raise UnbagError(f"{f}:{line}: a quoted field runs on to line {end} (an unbalanced quote?)")
-                if None in row.values():
-                    raise UnbagError(f"{f}:{line}: {sum(v is None for v in row.values())} column(s) missing "
-                                     "(a truncated row?)")
-                yield line, row
-        except csv.Error as e:
-            raise UnbagError(f"{f}:{end + 1}: not a readable CSV row ({e})") from None
-        except UnicodeDecodeError as e:
-            raise UnbagError(f"{f}: not UTF-8 text (byte {e.start} of a block)") from None
-
-
 def _image(images: Path, image_id: str) -> Path:
     p = images / "VG_100K" / f"{image_id}.jpg"
     return p if p.is_file() else images / "VG_100K_2" / f"{image_id}.jpg"
@@ -80,7 +55,7 @@ def _read(f: Path, images: Path, subsets: list[tuple[str, str]], dropped: Droppe
     """Items of one CSV: (subset, column of negatives) for each subset its rows count in; rows
     without a negative are counted in `empty` (subset -> rows)."""
     items = []
-    for line, row in _rows(f, ("image_id", "caption", "x", "y", "width", "height", *{c for _, c in subsets})):
+    for line, row in csv_records(f, ("image_id", "caption", "x", "y", "width", "height", *{c for _, c in subsets})):
         where = f"{f}:{line}"
         image_id = row["image_id"].strip()
         if not image_id.isdigit():

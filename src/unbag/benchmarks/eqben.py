@@ -47,7 +47,12 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
         need(info, ("dataset", "name", "sample_cnt"), f"{where}: field 'private_info'")
         if info["name"] not in NAMES:
             raise UnbagError(f"{where}: field 'private_info.name' is {info['name']!r}, not one of {', '.join(NAMES)}")
-        slot = samples.setdefault((str(info["dataset"]), int(info["sample_cnt"])), {})
+        cnt = info["sample_cnt"]
+        if isinstance(cnt, str) and cnt.strip().isdigit():
+            cnt = int(cnt)
+        if not isinstance(cnt, int) or isinstance(cnt, bool):
+            raise UnbagError(f"{where}: field 'private_info.sample_cnt' must be a whole number, got {cnt!r}")
+        slot = samples.setdefault((str(info["dataset"]), cnt), {})
         if info["name"] in slot:
             raise UnbagError(f"{where}: duplicate {info['name']} of sample {info['sample_cnt']} in {info['dataset']} "
                              f"(also item {slot[info['name']][0]})")

@@ -45,7 +45,13 @@ def load(root: str | Path) -> Benchmark:
     if not f.is_file():
         raise UnbagError(f"{f}: file not found (see docs/benchmarks.md for the expected layout)")
     with open(opened(f), newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.reader(fh))
+        reader = csv.reader(fh, strict=True)
+        try:
+            rows = list(reader)
+        except csv.Error as e:
+            raise UnbagError(f"{f}:{reader.line_num + 1}: not a readable CSV row ({e})") from None
+        except UnicodeDecodeError as e:
+            raise UnbagError(f"{f}: not UTF-8 text (byte {e.start} of a block)") from None
     head, rows = rows[0] if rows else [], [(n, r) for n, r in enumerate(rows[1:], 2) if any(c.strip() for c in r)]
     if [h.strip() for h in head[:3]] != ["Question ID", "Type", "Statement"]:
         raise UnbagError(f"{f}:1: expected the header 'Question ID,Type,Statement', got {','.join(head)!r}")

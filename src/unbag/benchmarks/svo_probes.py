@@ -12,15 +12,13 @@ Subsets: the rows whose negative differs in exactly the subject, the verb or the
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import torch
 
 from ..errors import UnbagError
-from ..utils import opened
 from .base import Benchmark, Item
-from .common import Dropped, first_file, given_images, unique_ids
+from .common import Dropped, csv_records, first_file, given_images, unique_ids
 from .kinds import Kind, Summary
 from .shapes import choose
 
@@ -52,29 +50,24 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
         raise UnbagError(f"{f}: file not found (see docs/benchmarks.md for the expected layout)")
     images = given_images(image_root, "svo-probes") or root / "images"
     dropped, items, excluded = Dropped(f"svo-probes:{root}"), [], 0
-    with open(opened(f), newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        need = ("sentence", "pos_image_id", "neg_image_id", *FLAGS)
-        gone = [c for c in need if c not in (reader.fieldnames or [])]
-        if gone:
-            raise UnbagError(f"{f}:1: missing column(s) {', '.join(gone)}")
-        for row in reader:
-            where = f"{f}:{reader.line_num}"
-            flags = [_flag(row[c], f"{where}: field '{c}'") for c in FLAGS]
-            if sum(flags) != 1:
-                excluded += 1
-                continue
-            if not row["sentence"].strip():
-                raise UnbagError(f"{where}: field 'sentence' is empty")
-            ids = [row["pos_image_id"].strip(), row["neg_image_id"].strip()]
-            if not all(ids):
-                raise UnbagError(f"{where}: fields pos_image_id and neg_image_id must name images")
-            subset = FLAGS[flags.index(True)].split("_")[0]
-            paths = [_image(images, i) for i in ids]
-            if dropped.present(subset, *paths):
-                key = row.get("index") or row.get("") or str(reader.line_num)
-                items.append(Item(f"svo-{key}", [str(p) for p in paths], [row["sentence"]], {"subset": subset},
-                                  source=where))
+    need = ("sentence", "pos_image_id", "neg_image_id", *FLAGS)
+    for line, row in csv_records(f, need):
+        where = f"{f}:{line}"
+        flags = [_flag(row[c], f"{where}: field '{c}'") for c in FLAGS]
+        if sum(flags) != 1:
+            excluded += 1
+            continue
+        if not row["sentence"].strip():
+            raise UnbagError(f"{where}: field 'sentence' is empty")
+        ids = [row["pos_image_id"].strip(), row["neg_image_id"].strip()]
+        if not all(ids):
+            raise UnbagError(f"{where}: fields pos_image_id and neg_image_id must name images")
+        subset = FLAGS[flags.index(True)].split("_")[0]
+        paths = [_image(images, i) for i in ids]
+        if dropped.present(subset, *paths):
+            key = row.get("index") or row.get("") or str(line)
+            items.append(Item(f"svo-{key}", [str(p) for p in paths], [row["sentence"]], {"subset": subset},
+                              source=where))
     info = dropped.record({"excluded_multi": excluded, "notes": [
         "pair: s(sentence, positive image) > s(sentence, negative image), strict; the official notebook scores 0/1 "
         "match decisions, which a dual encoder does not make", "rows negating more or fewer than one part are "

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import UnbagError, warn
 from ..utils import opened
 from .base import Benchmark, Item, arrow_ref
-from .common import read_json, unique_ids
+from .common import kept_inside, read_json, unique_ids
 from .kinds import Kind, Summary
 
 CATEGORIES = ("object", "attribute", "counting", "relation")
@@ -34,6 +34,10 @@ def _shards(data: Path) -> list[Path]:
         files = read_json(state).get("_data_files")
         if not isinstance(files, list) or not all(isinstance(x, dict) and "filename" in x for x in files):
             raise UnbagError(f"{state}: field '_data_files' must list {{filename}} objects")
+        for n, x in enumerate(files):
+            if not isinstance(x["filename"], str) or not x["filename"]:
+                raise UnbagError(f"{state}: _data_files[{n}]: field 'filename' must be a file name, got {x['filename']!r}")
+            kept_inside(test / x["filename"], [test], f"{state}: _data_files[{n}]: field 'filename'", "shard")
         return [test / x["filename"] for x in files]
     return sorted(test.glob("*.arrow"))
 
