@@ -1,10 +1,12 @@
 import json
 
 import pytest
+import torch
 
 from unbag import evaluation as evaluate_mod
 from unbag.errors import UnbagError
 from unbag.heads.shipped import shipped_head
+from unbag.cli import main
 from unbag.run import read_plan, run_plan
 
 
@@ -267,3 +269,22 @@ def test_a_protocol_naming_no_trained_head_is_refused(tmp_path):
                  "[train.t]\nmethod = 'tflocal'\nmodel = 'builtin'\n")
     with pytest.raises(UnbagError, match="train.t: field 'data'"):
         run_plan(p, progress=False)
+
+
+@pytest.mark.parametrize("table, said", [
+    ('method = "tflocal"\nmodel = "builtin"\ndata = "world"\nbatch_size = 1\n', "--batch-size 1: a head draws"),
+    ('method = "tflocal"\nmodel = "builtin"\ndata = "world"\nbatch_size = 2\n', "--batch-size 2: a head draws"),
+    ('method = "tflocal"\nmodel = "builtin"\ndata = "world"\nn = "many"\n', "--n 'many': must be a whole number"),
+    ('method = "tflocal"\nmodel = "builtin"\ndata = "world"\nsteps = 0\n', "--steps 0: must be a whole number >= 1"),
+    ('method = "tflocal"\nmodel = "builtin"\ndata = "world"\nlr = nan\n', "--lr nan: must be a finite number > 0"),
+    ('method = "ft"\nmodel = "builtin"\ndata = "world"\nlr = -1.0\n', "--lr -1.0: must be a finite number > 0"),
+    ('method = "ft"\nmodel = "builtin"\ndata = "world"\nweight_decay = inf\n', "--weight-decay inf"),
+    ('method = "ft"\nmodel = "builtin"\ndata = "world"\ndevice = "cuda"\n' if not torch.cuda.is_available() else
+     'method = "ft"\nmodel = "builtin"\ndata = "world"\ndevice = "cuda:99"\n', "--device cuda"),
+])
+def test_a_train_table_that_cannot_train_is_refused_before_anything_is_written(tmp_path, capsys, table, said):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'out = "{tmp_path / "out"}"\n[models]\nm = "builtin"\n[benchmarks]\nc = "ctrl"\n'
+                    f'[protocols]\ng = "global"\n[train.X]\n{table}')
+    assert main(["run", str(plan), "--quiet"]) == 2
+    assert f"train.X: {said}" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -103,8 +103,9 @@ def test_a_protocol_that_cannot_apply_says_so_in_its_cell():
 @pytest.mark.parametrize("toml, said", [
     ('[suite]\nnope = "x"\n', "suite.nope: not a benchmark of the suite"),
     ('[suite]\nwinoground = "x"\n', "suite.winoground: winoground reads its images from its own folder"),
-    ('[suite]\ncrepe = 3\n', "suite.crepe: a path string, got 3"),
+    ('[suite]\ncrepe = 3\n', "suite.crepe: a path string (no NUL byte), got 3"),
     ('crepe = "x"\n', "expected one [suite] table"),
+    ('[suite]\ncrepe = "a\\u0000b"\n', "suite.crepe: a path string (no NUL byte)"),
 ])
 def test_a_bad_suite_file_is_refused_by_name(toml, said, tmp_path, capsys):
     root = tmp_path / "root"
@@ -114,6 +115,26 @@ def test_a_bad_suite_file_is_refused_by_name(toml, said, tmp_path, capsys):
     err = capsys.readouterr().err
     assert str(root / "suite.toml") in err and said in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_suite_file_that_is_a_folder_is_refused_not_ignored(tmp_path, capsys):
+    root = tmp_path / "root"
+    (root / "winoground").mkdir(parents=True)
+    (root / "suite.toml").mkdir()
+    assert main(["suite", "--root", str(root), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert "suite.toml: is a folder, not a file" in capsys.readouterr().err
+
+
+def test_a_benchmark_there_but_not_a_folder_is_named_for_what_it_is(tmp_path):
+    from unbag.suite import absent
+    (tmp_path / "whatsup").write_text("")
+    (tmp_path / "colorswap.zip").write_bytes(b"PK")
+    (tmp_path / "crepe").symlink_to(tmp_path / "gone")
+    assert absent(tmp_path, "whatsup") == f"{tmp_path / 'whatsup'} is there but is not a folder"
+    assert absent(tmp_path, "colorswap") == f"{tmp_path / 'colorswap.zip'} is there, still packed: unpack it as " \
+                                            f"{tmp_path / 'colorswap'}/"
+    assert absent(tmp_path, "crepe").startswith(f"{tmp_path / 'crepe'} is a link to nothing")
+    assert absent(tmp_path, "spec") == f"not found: {tmp_path / 'spec'}/"
 
 
 def test_a_root_without_any_benchmark_is_an_error(tmp_path, capsys):

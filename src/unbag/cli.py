@@ -144,7 +144,7 @@ def _suite(a: argparse.Namespace) -> None:
     from .reports.html import write_report
     from .reports.table import print_suite
     from .run import print_matrix
-    from .suite import not_applicable, run_suite
+    from .suite import absent, not_applicable, run_suite
 
     protocols = a.protocol or ["global"]
     failed: dict[str, str] = {}
@@ -159,7 +159,7 @@ def _suite(a: argparse.Namespace) -> None:
     folders = benchmarks.suite_folders()
     for folder in missing:
         names = folders[folder]
-        print(f"not found: {Path(a.root) / folder}/ ({', '.join(names)}); get it from "
+        print(f"{absent(a.root, folder)} ({', '.join(names)}); get it from "
               f"{benchmarks.BENCHMARKS[names[0]].release} (docs/benchmarks.md#{folder})")
     for name, why in failed.items():
         print(f"not scored: {name}: {why}")

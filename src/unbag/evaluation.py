@@ -321,6 +321,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         "protocol": protocol, "recipe": protocols.recipe(protocol, recorded),
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
         "metrics": flat, "intervals": bounds, "interval_methods": how, "interval_config": interval_config(),
+        **({"composed": b.composed} if getattr(b, "composed", None) else {}),
         "ties": ties, "counts": counts, "n_items": n_items,
         **({"tokenized_alike": alike} if alike is not None else {}),
         "seed": seed,

@@ -48,7 +48,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from . import benchmarks
 from .errors import UnbagError, warn
 from .protocols import SGI_PRESETS, resolve
-from .utils import atomic_write, check_out, guard_inputs, mark, read_json, read_toml, write_json
+from .utils import at_least, atomic_write, check_out, guard_inputs, mark, read_json, read_toml, write_json
 
 KEEP_LOADED = 3  # benchmarks held in memory at once by a plan run
 PLAN_KEYS = frozenset({"out", "seed", "per_category", "precision", "explain", "models", "train", "benchmarks",
@@ -179,9 +179,14 @@ def check_plan(path: Path, plan: dict) -> None:
                 for key in HEAD_ENTRY:
                     if key in ("model", "data") and not isinstance(opts.get(key), str):
                         raise UnbagError(f"field {key!r} (a string) is required for a head")
+                for key, low in (("n", 1), ("seed", 0), ("steps", 1)):  # a plan trains: at least one step, as FT
+                    if key in opts:
+                        at_least(key, opts[key], low)
                 head_config(method, {k: v for k, v in opts.items() if k not in HEAD_ENTRY})
             else:
                 TrainConfig.for_method(method, **opts)
+                if "device" in opts:
+                    models.check_device(opts["device"])
         except UnbagError as e:
             raise UnbagError(f"{path}: train.{name}: {e}") from None
     heads = {n for n, t in plan.get("train", {}).items() if isinstance(t, dict) and t.get("method") in HEADS}

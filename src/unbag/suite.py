@@ -38,9 +38,9 @@ def image_roots(root: Path) -> dict[str, str]:
     """ROOT/suite.toml's [suite] table: benchmark name -> its IMAGE_ROOT (absolute); {} without
     the file. Errors name the file and the key."""
     f = root / SUITE_FILE
-    if not f.is_file():
+    if not f.exists() and not f.is_symlink():
         return {}
-    data = read_toml(f)
+    data = read_toml(f)  # a folder, a FIFO or a dangling link named suite.toml is an error, not ignored
     unknown = sorted(set(data) - {"suite"})
     if unknown or not isinstance(data.get("suite", {}), dict):
         raise UnbagError(f"{f}: expected one [suite] table of NAME = \"IMAGE_ROOT\", found "
@@ -52,8 +52,8 @@ def image_roots(root: Path) -> dict[str, str]:
         names = folders[key] if key in folders else [key] if k is not None and k.suite else []
         if not names:
             raise UnbagError(f"{f}: suite.{key}: not a benchmark of the suite ({', '.join(folders)})")
-        if not isinstance(value, str) or not value:
-            raise UnbagError(f"{f}: suite.{key}: a path string, got {value!r}")
+        if not isinstance(value, str) or not value or "\0" in value:
+            raise UnbagError(f"{f}: suite.{key}: a path string (no NUL byte), got {value!r}")
         takes = [n for n in names if benchmarks.BENCHMARKS[n].image_root]
         if not takes:
             raise UnbagError(f"{f}: suite.{key}: {key} reads its images from its own folder; it takes no IMAGE_ROOT")
@@ -83,6 +83,20 @@ def find(root: str | os.PathLike, all_items: bool = False) -> tuple[dict[str, st
                 raise UnbagError(f"{d}: a benchmark folder whose path holds ':' cannot be named in a spec")
             found[n] = f"{n}:{d}" + (f":{images[n]}" if n in images else "")
     return found, missing
+
+
+def absent(root: str | os.PathLike, folder: str) -> str:
+    """Why the suite found no folder `folder` under `root`, for the line that names it: nothing
+    there, something there that is not a folder, or its download still packed."""
+    d = Path(os.path.expanduser(root)) / folder
+    packed = [p.name for p in (d.with_name(folder + ext) for ext in (".zip", ".tar", ".tar.gz", ".tgz")) if p.exists()]
+    if d.is_symlink() and not d.exists():
+        return f"{d} is a link to nothing ({os.readlink(d)})"
+    if d.exists():
+        return f"{d} is there but is not a folder"
+    if packed:
+        return f"{d.parent / packed[0]} is there, still packed: unpack it as {d}/"
+    return f"not found: {d}/"
 
 
 def plan_text(model: str, found: dict[str, str], protocols: list[str], precision: str = "auto",
@@ -131,4 +145,4 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
                         failed={} if failed is None else failed, recorded=dest / "plan.toml"), missing, found
 
 
-__all__ = ["find", "image_roots", "not_applicable", "plan_text", "run_suite", "name_of", "SUITE_FILE"]
+__all__ = ["absent", "find", "image_roots", "not_applicable", "plan_text", "run_suite", "name_of", "SUITE_FILE"]

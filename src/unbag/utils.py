@@ -376,6 +376,19 @@ def at_least(name: str, value: object, low: int = 1) -> None:
         raise UnbagError(f"--{name.replace('_', '-')} {value!r}: must be a whole number >= {low}")
 
 
+def a_number(name: str, value: object, low: float = 0.0, above: bool = False, below: float | None = None) -> None:
+    """Refuse a rate or weight that is not a finite number >= low (> low when `above`; < `below`
+    when given), naming its flag: a NaN or negative learning rate trains nothing, silently."""
+    import math
+
+    from .errors import UnbagError
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) \
+        and (value > low if above else value >= low) and (below is None or value < below)
+    if not ok:
+        rng = f"{'>' if above else '>='} {low:g}" + (f" and < {below:g}" if below is not None else "")
+        raise UnbagError(f"--{name.replace('_', '-')} {value!r}: must be a finite number {rng}")
+
+
 def whole_numbers(obj: object, least: dict[str, int]) -> None:
     """Refuse a config whose counts are below their least values (`least`: field -> minimum)."""
     for name, low in least.items():

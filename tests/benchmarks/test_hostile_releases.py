@@ -132,3 +132,28 @@ def test_a_truncated_parquet_is_named(bivlc_dir, tmp_path):
     f.write_bytes(f.read_bytes()[:200])
     with pytest.raises(UnbagError, match="test-00000.parquet: not a readable parquet file"):
         benchmarks.load(f"bivlc:{root}")
+
+
+@pytest.mark.parametrize("field, value, why", [("caption_2", None, "missing field 'caption_2'"),
+                                               ("id", float("nan"), "field 'id' must be a whole number or a name, got nan"),
+                                               ("id", 2.5, "field 'id' must be a whole number or a name, got 2.5")])
+def test_colorswap_records_name_the_item_and_field_at_fault(colorswap_dir, tmp_path, field, value, why):
+    root = _copy(colorswap_dir, tmp_path / "data")
+    recs = json.loads((root / "test.json").read_text())
+    if value is None:
+        del recs[1][field]
+    else:
+        recs[1][field] = value
+    (root / "test.json").write_text(json.dumps(recs))
+    with pytest.raises(UnbagError, match=rf"test.json: item 1: {why}"):
+        benchmarks.load(f"colorswap:{root}")
+
+
+def test_whatsup_record_without_its_image_path_is_located(whatsup_dir, tmp_path):
+    root = _copy(whatsup_dir, tmp_path / "data")
+    f = root / "controlled_images_dataset.json"
+    recs = json.loads(f.read_text())
+    del recs[2]["image_path"]
+    f.write_text(json.dumps(recs))
+    with pytest.raises(UnbagError, match=r"controlled_images_dataset.json: item 2: missing field 'image_path'"):
+        benchmarks.load(f"whatsup:{root}")

@@ -113,3 +113,41 @@ def test_compare_requires_the_recorded_hash_and_finite_metrics(tmp_path):
     a.write_text(json.dumps(res))
     with pytest.raises(UnbagError, match=r"metrics\['all/all/group'\] is nan, not a finite number"):
         compare(a, b)
+
+
+def test_results_on_two_copies_of_a_release_say_why_they_are_not_paired(tmp_path):
+    a = _write(tmp_path, "a", A, bench={"name": "sugarcrepe", "spec": "sugarcrepe:/x", "files": "1a2b" * 16})
+    b = _write(tmp_path, "b", B, bench={"name": "sugarcrepe", "spec": "sugarcrepe:/y", "files": "9f8e" * 16})
+    with pytest.raises(UnbagError, match=r"read different files \(benchmark.files 1a2b1a2b1a2b\.\.\. and 9f8e9f8e9f8e"
+                                         r"\.\.\.\): another copy or version of the release"):
+        compare(a, b)
+
+
+def test_compare_recomputes_a_headline_composed_of_subsets(tmp_path):
+    ids = [f"x-{i}" for i in range(10)]
+    recs = [{"id": i, "subset": "s1" if k < 5 else "s2", "scores": [[0.0, 0.0]], "acc": float(r), "ties": []}
+            for k, (i, r) in enumerate(zip(ids, A))]
+    data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    composed = {"group=g/acc": {"s1/acc": 0.5, "s2/acc": 0.5}}
+    paths = []
+    for name, right in (("a", A), ("b", B)):
+        recs = [{**r, "acc": float(x)} for r, x in zip(recs, right)]
+        data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+        (tmp_path / f"{name}.items.jsonl").write_bytes(data)
+        s1, s2 = sum(right[:5]) / 5, sum(right[5:]) / 5
+        res = {"model": name, "protocol": "global", "benchmark": {"name": "whatsup", "spec": "whatsup:x"},
+               "metrics": {"s1/acc": s1, "s2/acc": s2, "group=g/acc": (s1 + s2) / 2}, "composed": composed,
+               "per_item": f"{name}.items.jsonl", "per_item_sha256": items_hash(data)}
+        (tmp_path / f"{name}.json").write_text(json.dumps(res))
+        paths.append(tmp_path / f"{name}.json")
+    c = compare(*paths, metric="group=g/acc")
+    assert c["difference"] == pytest.approx((1.0 + 0.6) / 2 - (0.8 + 0.2) / 2)
+
+
+def test_compare_takes_whatsups_own_default_headline(whatsup_dir, tmp_path):
+    from unbag.evaluation import evaluate
+
+    a = evaluate("builtin", f"whatsup:{whatsup_dir}", out=str(tmp_path / "a.json"), progress=False)
+    evaluate("open_clip:unbag-tiny@random", f"whatsup:{whatsup_dir}", out=str(tmp_path / "b.json"), progress=False)
+    c = compare(tmp_path / "a.json", tmp_path / "b.json")
+    assert c["metric"] == "group=whatsup/acc_official" and c["a"]["value"] == pytest.approx(a["metrics"][c["metric"]])

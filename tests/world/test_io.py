@@ -59,3 +59,12 @@ def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         build(tmp_path / "y", per_category=2, progress=False, style="flat")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("size", [100_000, 1025])
+def test_a_picture_side_past_the_documented_maximum_is_refused(tmp_path, capsys, size):
+    from unbag.cli import main
+    from unbag.world.styles import MAX_PX
+
+    assert main(["world", "build", "--size", str(size), "--out", str(tmp_path / "w")]) == 2
+    assert f"--size {size}: at most {MAX_PX} px" in capsys.readouterr().err and not (tmp_path / "w").exists()

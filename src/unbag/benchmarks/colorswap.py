@@ -51,6 +51,8 @@ def load(root: str | Path) -> Benchmark:
         where = f"{f}: item {n}"
         need(ex, ("id", "caption_1", "caption_2", "image_1", "image_2"), where)
         need_text(ex, ("caption_1", "caption_2"), where)
+        if isinstance(ex["id"], bool) or not (isinstance(ex["id"], int) or isinstance(ex["id"], str) and ex["id"].strip()):
+            raise UnbagError(f"{where}: field 'id' must be a whole number or a name, got {ex['id']!r}")
         source = str(ex.get("image_source") or "unknown")
         refs = [find(ex[k]) if isinstance(ex[k], str) else None for k in ("image_1", "image_2")]
         if dropped.present(source, *refs):

@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 
 from ..errors import UnbagError
 from ..training.optim import lr_lambda, param_groups, warmup_steps
-from ..utils import atomic_dir, read_json, read_safetensors, versions, whole_numbers
+from ..utils import a_number, atomic_dir, read_json, read_safetensors, versions, whole_numbers
 from .cache import FeatureCache
 from .common import HeadConfig, head_class, head_inputs, image_fields, match_loss, text_fields, token_count
 
@@ -38,7 +38,15 @@ class HeadTrainConfig:
     hard_negatives: bool = True  # caption-data caches: score each image against its negative caption
 
     def __post_init__(self) -> None:
-        whole_numbers(self, {"steps": 0, "batch_size": 1, "negatives": 0})  # 0 steps: the head at its start
+        # 0 steps: the head as initialised (the Python API; plans and the CLI ask for at least 1)
+        whole_numbers(self, {"steps": 0, "batch_size": 1, "negatives": 0})
+        if self.batch_size < self.negatives + 1:
+            raise UnbagError(f"--batch-size {self.batch_size}: a head draws --negatives {self.negatives} other items of "
+                             f"its batch per item, so a batch needs at least {self.negatives + 1}")
+        a_number("lr", self.lr, above=True)
+        warmup_steps(self.warmup, self.steps)  # a negative or infinite warm-up refused here, named
+        for name in ("min_lr", "weight_decay"):
+            a_number(name, getattr(self, name))
 
     @property
     def warmup_steps(self) -> int:

@@ -66,8 +66,15 @@ def _same_items(a: tuple[str, dict, list], b: tuple[str, dict, list]) -> None:
     (pa, ra, ia), (pb, rb, ib) = a, b
     for k in SAME:
         va, vb = ra["benchmark"].get(k), rb["benchmark"].get(k)
+        if va != vb and k == "files":
+            raise UnbagError(f"{pa} and {pb} read different files (benchmark.files {str(va)[:12]}... and "
+                             f"{str(vb)[:12]}...): another copy or version of the release, at another path or with "
+                             "other file times, may hold other pictures; score both on one copy to compare them")
         if va != vb:
             raise UnbagError(f"{pa} and {pb} are not results on the same items: benchmark.{k} is {va!r} and {vb!r}")
+    if ra.get("composed") != rb.get("composed"):
+        raise UnbagError(f"{pa} and {pb} are not results on the same items: they compose their averages from other "
+                         "subsets (field 'composed')")
     ids_a, ids_b = [r["id"] for r in ia], [r["id"] for r in ib]
     if ids_a != ids_b:
         only = sorted(set(ids_a) ^ set(ids_b))
@@ -84,13 +91,19 @@ def _values(records: list[dict]) -> tuple[dict[str, torch.Tensor], list[dict]]:
     return per_item, groups
 
 
-def _parts(per_item: dict, groups: list[dict]) -> tuple[dict, dict[str, Part]]:
+def _parts(per_item: dict, groups: list[dict], composed: dict | None = None) -> tuple[dict, dict[str, Part]]:
+    """The metrics recomputed from per-item values, and how each was made; `composed`: the keys a
+    results file records as weighted means of others (What'sUp's Table 1 columns)."""
     names = tuple(m for m in per_item if not m.startswith("tie/"))
     parts: dict[str, Part] = {}
     if all("split" in g and "category" in g for g in groups):
         flat = aggregate(per_item, groups, names, parts)[0]
     else:
         flat = summarize(per_item, [g.get("subset", "all") for g in groups], names, parts=parts)[0]
+    for key, of in (composed or {}).items():
+        if isinstance(of, dict) and of and all(k in flat for k in of):
+            flat[key] = sum(w * flat[k] for k, w in of.items())
+            parts[key] = Part("macro", of=tuple(of), weights=tuple(of.values()))
     return flat, parts
 
 
@@ -102,8 +115,8 @@ def _paired(a: str | os.PathLike, b: str | os.PathLike) -> tuple:
     _same_items((str(a), ra, ia), (str(b), rb, ib))
     va, groups = _values(ia)
     vb, _ = _values(ib)
-    fa, parts = _parts(va, groups)
-    fb, _ = _parts(vb, groups)
+    fa, parts = _parts(va, groups, ra.get("composed"))
+    fb, _ = _parts(vb, groups, ra.get("composed"))
     return ra, ia, rb, va, vb, fa, fb, parts
 
 

@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 
 from .. import dist, models
 from ..errors import UnbagError, warn
-from ..utils import atomic_dir, atomic_write, check_out, mark, read_json, read_safetensors, versions, whole_numbers, write_json
+from ..utils import a_number, atomic_dir, atomic_write, check_out, mark, read_json, read_safetensors, versions, whole_numbers, write_json
 from . import freeze
 from .data import batches
 from .ema import EMA
@@ -72,6 +72,12 @@ class TrainConfig:
                              "workers": 0, "typed_negatives": 0, "unlock_last": 0})
         if not 0 <= self.patch_dropout < 1:
             raise UnbagError(f"--patch-dropout {self.patch_dropout}: a share in [0, 1)")
+        a_number("lr", self.lr, above=True)
+        warmup_steps(self.warmup, self.steps)  # a negative or infinite warm-up refused here, named
+        for name in ("min_lr", "weight_decay", "grad_clip"):
+            a_number(name, getattr(self, name))
+        a_number("eps", self.eps, above=True)
+        a_number("ema", self.ema, below=1.0)
         if self.method in OBJECTIVES:  # every option recorded, defaults included
             self.options = options_of(self.method, self.options)
 

@@ -10,7 +10,7 @@ from ..errors import UnbagError, warn
 
 def warmup_steps(warmup: float, steps: int) -> int:
     """A warm-up given in steps, or as a fraction of the run if in (0, 1), in steps."""
-    if warmup < 0:
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup < float("inf"):
         raise UnbagError(f"warm-up {warmup}: use 0, a number of steps or a fraction of the run")
     return round(warmup * steps) if 0 < warmup < 1 else int(warmup)
 

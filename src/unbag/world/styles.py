@@ -66,16 +66,21 @@ def render_procs() -> int:
 
 
 MIN_PX = 16  # the smallest picture side a world draws (a few pixels an object below it)
+MAX_PX = 1024  # the largest: a 3D render holds several float buffers of side^2 (40 GB at 100,000 px)
 
 
 def check_render(px: int, procs: int | None = None, seed: int = 0) -> int:
-    """Refuse a picture side below MIN_PX, a negative seed and a process count below 1; cap the
-    processes at the machine's cores (more only wait for them), with a warning. The processes."""
+    """Refuse a picture side outside [MIN_PX, MAX_PX], a negative seed and a process count below
+    1; cap the processes at the machine's cores (more only wait for them), with a warning. The processes."""
     import os
 
     from ..errors import warn
     from ..utils import at_least
     at_least("size", px, MIN_PX)
+    if px > MAX_PX:
+        from ..errors import UnbagError
+        raise UnbagError(f"--size {px}: at most {MAX_PX} px (a picture's render buffers grow with its side squared; "
+                         "the models this world is for read 224 to 448 px)")
     at_least("seed", seed, 0)
     if procs is None:
         return 1
