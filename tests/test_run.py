@@ -288,3 +288,92 @@ def test_a_train_table_that_cannot_train_is_refused_before_anything_is_written(t
                     f'[protocols]\ng = "global"\n[train.X]\n{table}')
     assert main(["run", str(plan), "--quiet"]) == 2
     assert f"train.X: {said}" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("metric, ok", [("ood/all/group", True), ("ood/color/group", True), ("ood/all/nosuch", False),
+                                        ("macro/acc", True), ("bogus", False)])
+def test_a_published_row_must_name_a_metric_the_benchmark_reports(tmp_path, metric, ok):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[models]\nm = "builtin"\n[benchmarks]\nctrl = "ctrl"\n[protocols]\ng = "global"\n'
+                    f'[published]\nsource = "a paper"\n[published.ctrl]\nmetric = "{metric}"\n"m g" = 0.5\n')
+    if ok:
+        assert read_plan(plan)["published"]["ctrl"]["metric"] == metric
+    else:
+        with pytest.raises(UnbagError, match=f"published.ctrl: metric '{metric}' is not a metric ctrl reports"):
+            read_plan(plan)
+
+
+def test_rewritten_training_captions_train_again_and_rescore(tiny_bench, coco_captions, tmp_path):
+    from unbag import models
+
+    tiny = models.load("open_clip:unbag-tiny@random").save(tmp_path / "tiny")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'out = "{tmp_path / "out"}"\n[models]\ntiny = "{tiny}"\n[benchmarks]\nctrl = "ctrl:{tiny_bench}"\n'
+                    '[protocols]\nglobal = "global"\nTFL = { protocol = "head:train.tfl", models = ["tiny"] }\n'
+                    f'[train.FT]\nmethod = "ft"\nmodel = "{tiny}"\ndata = "{coco_captions}"\nsteps = 2\nbatch_size = 4\n'
+                    f'warmup = 0\n[train.tfl]\nmethod = "tflocal"\nmodel = "tiny"\ndata = "{coco_captions}"\nn = 8\n'
+                    'steps = 2\nbatch_size = 4\n')
+    first = {(r["cell"]["model"], r["cell"]["protocol"]): r for r in run_plan(plan, progress=False)}
+    times = lambda: {f.name: f.stat().st_mtime_ns for f in (tmp_path / "out" / "results").glob("*.json")}  # noqa: E731
+    before = times()
+    run_plan(plan, progress=False)
+    assert times() == before  # nothing changed: every cell reused
+    ann = coco_captions.removeprefix("coco:").split(":")[0]
+    data = json.loads(open(ann).read())
+    for a in data["annotations"]:
+        a["caption"] = "a blue circle on white " + a["caption"]
+    with open(ann, "w") as f:
+        json.dump(data, f)
+    third = {(r["cell"]["model"], r["cell"]["protocol"]): r for r in run_plan(plan, progress=False)}
+    assert third[("FT", "global")]["model_id"] != first[("FT", "global")]["model_id"]  # trained again
+    assert third[("tiny", "TFL")]["config"]["options"]["head_id"] != first[("tiny", "TFL")]["config"]["options"]["head_id"]
+    after = times()
+    frozen = next(n for n in before if n.startswith("tiny") and "global" in n)
+    assert after[frozen] == before[frozen] and sum(after[n] != before[n] for n in before) == 2  # FT's and TFL's cells
+
+
+SC_PLAN = '[models]\nm = "builtin"\n[benchmarks]\nc = "ctrl"\n[protocols]\ng = "global"\n'
+
+
+@pytest.mark.parametrize("text, said", [  # an attacker's or a careless user's plans that train
+    ('[train."../x"]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\n', "name '../x' may only use letters"),
+    ('[train.X]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\nsteps = 1e9\n', "--steps 1000000000.0"),
+    ('[train.X]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\nbatch_size = true\n', "--batch-size True"),
+    ('[train.X]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\nema = 1.5\n', "--ema 1.5: must be a finite number"),
+    ('[train.m]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\n', "'m' names both a [models] entry and a [train.m]"),
+    ('[train.H]\nmethod = "tflocal"\nmodel = "m"\ndata = "csv:/no/such.csv"\n', "/no/such.csv: training data file not found"),
+    ('[train.X]\nmethod = "ft"\nmodel = "builtin"\ndata = "coco:/no/ann.json"\n', "/no/ann.json: training data file not"),
+])
+def test_plans_that_train_badly_are_refused_before_anything_is_written(tmp_path, capsys, text, said):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'out = "{tmp_path / "out"}"\n' + SC_PLAN + text)
+    assert main(["run", str(plan), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("head, said", [
+    ("seed = -1\n", "field 'seed' must be a whole number >= 0"), ("per_category = 0\n", "'per_category' must be"),
+    ('out = ""\n', "a folder this command runs in"),
+])
+def test_plan_fields_out_of_range_are_refused(tmp_path, capsys, monkeypatch, head, said):
+    monkeypatch.chdir(tmp_path)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(head + SC_PLAN)
+    assert main(["run", str(plan), "--quiet"]) == 2
+    assert said in capsys.readouterr().err and sorted(p.name for p in tmp_path.iterdir()) == ["plan.toml"]
+
+
+def test_a_plan_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys):
+    import os
+    os.mkfifo(tmp_path / "plan.toml")
+    assert main(["run", str(tmp_path / "plan.toml"), "--quiet"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_head_protocol_naming_a_trained_model_is_refused(tmp_path, capsys):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'out = "{tmp_path / "out"}"\n[models]\nm = "builtin"\n[benchmarks]\nc = "ctrl"\n[protocols]\n'
+                    'h = "head:train.X"\n[train.X]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\n')
+    assert main(["run", str(plan), "--quiet"]) == 2
+    assert "'head:train.X' names no head of the plan's [train.NAME] tables" in capsys.readouterr().err

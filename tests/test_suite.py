@@ -181,3 +181,49 @@ def test_a_plan_with_an_unreadable_benchmark_writes_nothing(winoground_dir, cola
                     f'w = "winoground:{winoground_dir}"\nc = "cola:{cola}"\n[protocols]\nglobal = "global"\n')
     assert main(["run", str(plan), "--quiet"]) == 2
     assert "benchmarks.c: cola:" in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+@pytest.fixture
+def sc_root(sugarcrepe_dir, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(sugarcrepe_dir, root / "sugarcrepe")
+    return root
+
+
+@pytest.mark.parametrize("how, said", [
+    ("missing image root", "suite.sugarcrepe: /no/such/images is not found"),
+    ("file image root", "is not a folder (an image root is the folder"),
+    ("every image gone", "no benchmark could be read, nothing written: sugarcrepe: "),
+    ("root is a file", "suite root not found"),
+    ("out is the root", "holds files unbag did not write"),
+    ("out is a file", "is a file; --out names the folder"),
+])
+def test_suite_roots_a_careless_user_gives_are_refused_and_nothing_written(sc_root, tmp_path, capsys, how, said):
+    out, root = tmp_path / "out", sc_root
+    if how == "missing image root":
+        (root / "suite.toml").write_text('[suite]\nsugarcrepe = "/no/such/images"\n')
+    elif how == "file image root":
+        (tmp_path / "afile").write_text("x")
+        (root / "suite.toml").write_text(f'[suite]\nsugarcrepe = "{tmp_path / "afile"}"\n')
+    elif how == "every image gone":
+        shutil.rmtree(root / "sugarcrepe" / "val2017")
+    elif how == "root is a file":
+        root = tmp_path / "afile"
+        root.write_text("x")
+    elif how == "out is the root":
+        out = root
+    else:
+        out = tmp_path / "afile"
+        out.write_text("x")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert main(["suite", "--model", "builtin", "--root", str(root), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_suite_root_whose_path_holds_a_colon_is_named(sugarcrepe_dir, tmp_path, capsys):
+    shutil.copytree(sugarcrepe_dir, tmp_path / "a:b" / "sugarcrepe")
+    assert main(["suite", "--model", "builtin", "--root", str(tmp_path / "a:b"), "--out", str(tmp_path / "o"),
+                 "--quiet"]) == 2
+    assert "a benchmark folder whose path holds ':' cannot be named in a spec" in capsys.readouterr().err

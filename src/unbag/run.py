@@ -108,6 +108,10 @@ def read_plan(path: str | Path) -> dict:
             + list(plan.get("protocols")):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UnbagError(f"{path}: name {name!r} may only use letters, digits and _ . + -")
+    both = sorted(set(plan.get("models", {})) & set(plan.get("train", {})))
+    if both:  # a trained model would silently take the place of the model of that name
+        raise UnbagError(f"{path}: {both[0]!r} names both a [models] entry and a [train.{both[0]}] table; "
+                         "give them different names")
     for field in ("models", "benchmarks"):
         for name, spec in plan.get(field, {}).items():
             if not isinstance(spec, str) or not spec:
@@ -137,6 +141,14 @@ def _check_published(path, plan: dict) -> None:
         where = f"{path}: published.{bench}"
         if bench not in plan["benchmarks"] or not isinstance(table, dict) or not isinstance(table.get("metric"), str):
             raise UnbagError(f"{where}: a table of one of the plan's benchmarks, with metric = \"KEY\"")
+        try:
+            name = benchmarks.parse(plan["benchmarks"][bench]).name
+        except UnbagError:
+            name = None  # check_plan names a bad benchmark spec
+        if name is not None and not benchmarks.summary(name).declares(table["metric"]):
+            s = benchmarks.summary(name)
+            raise UnbagError(f"{where}: metric {table['metric']!r} is not a metric {name} reports (its table's: "
+                             f"{', '.join(s.columns)})")
         for cell, value in table.items():
             if cell == "metric":
                 continue
@@ -151,6 +163,7 @@ def check_plan(path: Path, plan: dict) -> None:
     """Check every spec a plan names (models, benchmarks, protocols, train tables) before anything
     is written: a mistake is an error naming the field, not a half-made run folder."""
     from . import models, protocols as protocols_
+    from .training.data import check_data
     from .training.engine import TrainConfig
     for name, spec in plan.get("models", {}).items():
         try:
@@ -175,6 +188,8 @@ def check_plan(path: Path, plan: dict) -> None:
         opts = dict(table)
         method = opts.pop("method", "clip")
         try:
+            if isinstance(opts.get("data", ""), str) and opts.get("data"):
+                check_data(opts["data"])  # its files there before anything is written
             if method in HEADS:  # a head: its backbone, the data its features come from, its options
                 for key in HEAD_ENTRY:
                     if key in ("model", "data") and not isinstance(opts.get(key), str):
@@ -212,26 +227,31 @@ def head_entry(name: str, table: dict, root: Path, progress: bool, device: str, 
     from .heads import head_class
     from .heads.extract import DEFAULT_N, extract, is_caption_data
     from .heads.train import head_config, train_head
+    from .training.data import data_fingerprint
 
     out = root / "train" / name
     opts = dict(table)
     method = opts.pop("method")
     model = model_specs.get(opts["model"], opts["model"])
-    entry = {"method": method, **opts, "model": model}
+    # what the data holds: a rewritten caption extracts the features again; a retrained model is
+    # new weights (model_specs names its folder; its weights id follows)
+    entry = {"method": method, **opts, "model": model, "data_id": data_fingerprint(opts["data"]),
+             "model_id": _weights_of(model)}
     record = out / "entry.json"
     saved = json.loads(record.read_text()) if record.is_file() else None
     features = out / "features"
     n = int(opts.get("n", DEFAULT_N))
     # photos' region features cost SGI's region search per image: cached only for a head that reads them
     regions = head_class(method).attends == "regions" or not is_caption_data(opts["data"])
-    made_by = json.dumps([model, opts["data"], n, opts.get("seed"), regions])
+    made_by = json.dumps([model, opts["data"], n, opts.get("seed"), regions, entry["data_id"], entry["model_id"]])
     shared = {} if shared is None else shared
     if saved == entry and (out / "head" / "head.json").is_file():
         if (features / "index.json").is_file():
             shared.setdefault(made_by, features)
         return out / "head"
     out.mkdir(parents=True, exist_ok=True)
-    same = saved is not None and all(saved.get(k) == entry.get(k) for k in HEAD_ENTRY) and saved["method"] == method
+    same = saved is not None and all(saved.get(k) == entry.get(k) for k in (*HEAD_ENTRY, "data_id", "model_id")) \
+        and saved["method"] == method
     if not (same and (features / "index.json").is_file()):  # each replaces only its own earlier output
         features = shared.get(made_by) or extract(lambda: models.load(model, device=device), features, opts["data"],
                                                   n=n, seed=opts.get("seed"), regions=regions, progress=progress)
@@ -312,6 +332,9 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     seed = int(plan.get("seed", 0))
     loaded: dict = {}
     files = read_benchmarks(plan["benchmarks"], seed, outside, loaded, failed)  # before a byte is written
+    if failed is not None and set(failed) >= set(plan["benchmarks"]):
+        raise UnbagError("no benchmark could be read, nothing written: "
+                         + "; ".join(f"{b}: {why}" for b, why in failed.items()))
     root = run_folder(root)
     atomic_write(root / "plan.toml", Path(path).read_text())
     model_specs = dict(plan.get("models", {}))
@@ -495,7 +518,8 @@ def _same_setup(res: dict, model: str, model_id: tuple | None, protocol: str, op
 
 def train_entry(name: str, table: dict, root: Path, progress: bool, device: str) -> Path:
     """Train a [train.NAME] model once (resuming an interrupted run); its model folder."""
-    from .training.engine import TrainConfig, Trainer, config_diff
+    from .training.data import data_fingerprint
+    from .training.engine import RUN_FILES, TrainConfig, Trainer, config_diff
 
     out = root / "train" / name
     opts = dict(table)
@@ -505,13 +529,32 @@ def train_entry(name: str, table: dict, root: Path, progress: bool, device: str)
     except UnbagError as e:
         raise UnbagError(f"train.{name}: {e}") from None
     saved = _trained_config(out)
-    if saved is not None and config_diff(saved, cfg):  # the plan changed: train again
-        check_out(out, "train")  # only a folder unbag's trainer wrote is replaced
+    data_id = data_fingerprint(cfg.data)  # what the data holds: a rewritten caption trains again
+    made_on = out.parent / f"{name}.data.json"  # beside the trainer's folder, which it replaces whole
+    was = read_json(made_on).get("data_id") if made_on.is_file() else None
+    if saved is not None and (config_diff(saved, cfg) or was != data_id):  # the plan or its data changed
+        check_out(out, "train", known=RUN_FILES)  # only a folder unbag's trainer wrote is replaced
         shutil.rmtree(out)
     elif (out / "model" / "open_clip_config.json").is_file():
         return out / "model"
     Trainer(cfg, out).fit(resume=(out / "ckpt" / "trainer.pt").is_file(), progress=progress)
+    atomic_write(made_on, json.dumps({"data": cfg.data, "data_id": data_id}, indent=2) + "\n")
     return out / "model"
+
+
+def _weights_of(model: str) -> str | None:
+    """The hash of a saved model folder's weights (a plan's trained model: retrained, it changes);
+    None for a spec that names no folder (a hub or registry model: its spec says which)."""
+    import hashlib
+    folder = Path(model)
+    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
 
 
 def _trained_config(out: Path) -> dict | None:

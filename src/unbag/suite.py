@@ -58,8 +58,12 @@ def image_roots(root: Path) -> dict[str, str]:
         if not takes:
             raise UnbagError(f"{f}: suite.{key}: {key} reads its images from its own folder; it takes no IMAGE_ROOT")
         path = Path(os.path.expanduser(value))
+        path = path if path.is_absolute() else root / path
+        if not path.is_dir():
+            raise UnbagError(f"{f}: suite.{key}: {path} is {'not a folder' if path.exists() else 'not found'} "
+                             "(an image root is the folder the benchmark's images lie in)")
         for n in takes:
-            out[n] = str(path if path.is_absolute() else root / path)
+            out[n] = str(path)
     return out
 
 

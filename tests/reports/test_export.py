@@ -1,5 +1,6 @@
 """`unbag report --format latex | csv`: compiled by a real TeX engine where one is installed, read back with csv."""
 import csv
+import re
 import json
 import shutil
 import subprocess
@@ -158,3 +159,42 @@ def test_the_per_item_file_of_an_input_is_never_an_out(tmp_path, overwrite):
     with pytest.raises(UnbagError, match="an input of this command"):
         write_tables([d / "r.json"], d / "r.items.jsonl", "csv", overwrite=overwrite)
     assert (d / "r.items.jsonl").read_text().startswith('{"id": "a"')
+
+
+def _one(d, **over):
+    res = {"model": "m", "protocol": "global", "benchmark": {"name": "sugarcrepe", "spec": "sugarcrepe:x"},
+           "metrics": {"all/acc": 0.5}, "n_items": 1} | over
+    (d / "r.json").write_text(json.dumps(res))
+    return d / "r.json"
+
+
+def test_latex_commands_in_names_are_escaped(tmp_path):
+    f = _one(tmp_path, model="\\input{/etc/passwd} $x$ & % # _ ^ ~")
+    tex = write_tables([f], tmp_path / "t.tex", "latex").read_text()
+    assert "\\input{/etc" not in tex and "\\textbackslash{}input" in tex
+
+
+@pytest.mark.parametrize("value, said", [("0.5", "metrics['all/acc'] is '0.5'"), (float("nan"), "is nan")])
+def test_a_damaged_metric_is_refused_by_name(tmp_path, value, said):
+    f = _one(tmp_path, metrics={"all/acc": value})
+    with pytest.raises(UnbagError, match=re.escape(said)):
+        write_tables([f], tmp_path / "t.csv", "csv")
+
+
+def test_exports_never_replace_a_foreign_file_or_write_into_an_input(tmp_path):
+    f = _one(tmp_path)
+    (tmp_path / "theirs.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(UnbagError, match="exists and unbag did not write it"):
+        write_tables([f], tmp_path / "theirs.csv", "csv")
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    with pytest.raises(UnbagError, match="an input of this command"):
+        write_tables([run], run / "results" / "x.csv", "csv")
+    assert (tmp_path / "theirs.csv").read_text() == "a,b\n1,2\n"
+
+
+def test_a_results_path_that_is_a_fifo_is_named_for_what_it_is(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "r.json")
+    with pytest.raises(UnbagError, match="not a regular file or a folder"):
+        write_tables([tmp_path / "r.json"], tmp_path / "t.csv", "csv")

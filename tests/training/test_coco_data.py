@@ -54,3 +54,16 @@ def test_duplicate_coco_ids_are_refused(coco_captions):
     Path(ann).write_text(json.dumps(data))
     with pytest.raises(UnbagError, match=r"images\[4\]: id 101 is also the id of an earlier image"):
         source(parse_data(coco_captions), 0, 64)
+
+
+def test_a_missing_coco_image_in_a_loader_worker_is_one_line(coco_captions, tmp_path):
+    import unbag
+
+    root = Path(coco_captions.removeprefix("coco:").split(":")[1])
+    for f in root.glob("*.jpg"):
+        f.unlink()  # every image gone: the first batch a worker makes meets one
+    with pytest.raises(UnbagError) as e:
+        unbag.train("ft", "open_clip:unbag-tiny@random", coco_captions, tmp_path / "ft", steps=2, batch_size=4,
+                    warmup=0, workers=1)
+    assert "image file not found" in str(e.value) and "Traceback" not in str(e.value)
+    assert "\n" not in str(e.value)

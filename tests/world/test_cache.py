@@ -123,3 +123,28 @@ def test_a_cache_that_cannot_be_written_is_warned_about_once(monkeypatch, tmp_pa
     with pytest.warns(UnbagWarning, match="cannot keep drawn ctrl items") as caught:
         b = ctrl.generated(seed=1, per_category=1, px=32, style="3d", procs=1, categories=["color"])
     assert len(b.items) == 2 and len(caught) == 1 and blocker.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("damage", ["zeroed", "truncated"])
+def test_a_kept_item_whose_file_changed_is_drawn_again_with_a_warning(counted, damage):
+    import io as io_
+    import zipfile
+
+    first = ctrl.generated(seed=8, per_category=1, px=32, style="3d", procs=1, categories=["color"])
+    f = cache.folder(world("3d"), 8, 32) / "ood-color-0000.npz"
+    if damage == "zeroed":  # a valid file whose pictures are no longer the drawn ones
+        with np.load(f, allow_pickle=False) as z:
+            record = z["record"]
+            images = np.zeros_like(z["images"])
+        buf = io_.BytesIO()
+        np.savez_compressed(buf, images=images, record=record)
+        f.write_bytes(buf.getvalue())
+    else:
+        f.write_bytes(f.read_bytes()[:100])
+        with pytest.raises(zipfile.BadZipFile):
+            zipfile.ZipFile(f)
+    with pytest.warns(UserWarning, match="ood-color-0000.npz: a kept ctrl item that cannot be read or whose pictures "
+                                         "changed"):
+        again = ctrl.generated(seed=8, per_category=1, px=32, style="3d", procs=1, categories=["color"])
+    assert counted[2:] == ["ood-color-0"]
+    _same(first, again)

@@ -115,7 +115,7 @@ CTRL_GRID = Grid(
     note="Strict '>': ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
          "(image->text, text->image), ties against the model.",
     joined=(("R@1 i2t", "all/retrieval/i2t/R@1"), ("R@1 t2i", "all/retrieval/t2i/R@1")),
-    joined_title="retrieval R@1")
+    joined_title="retrieval R@1", metrics=("text", "image", "group"))
 EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
 
 BENCHMARKS: dict[str, Kind] = {
@@ -273,8 +273,8 @@ def image_roots(spec: str, links: bool = True) -> list[Path]:
     """The folders a file benchmark's images must lie in: its DIR (a FILE's folder) and its
     IMAGE_ROOT, absolute; `links`: with links followed (resolved), else as the user named them."""
     k, _, path, third = parse(spec)
-    roots = [Path(path)] + ([Path(third)] if k.image_root and third else [])
-    roots = [r if r.is_dir() else r.parent for r in roots]
+    # DIR, or a FILE's folder (karpathy:FILE); an IMAGE_ROOT is a folder (its reader refuses a file)
+    roots = [Path(path) if Path(path).is_dir() else Path(path).parent] + ([Path(third)] if k.image_root and third else [])
     return [r.resolve() if links else Path(os.path.normpath(os.path.abspath(r))) for r in roots]
 
 

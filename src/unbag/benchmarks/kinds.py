@@ -23,6 +23,7 @@ class Grid:
     joined_title: str = ""  # the terminal's one column of the joined values, "a / b"
     splits: tuple[str, ...] = ("id", "ood")
     metric: str = "group"
+    metrics: tuple[str, ...] = ()  # every metric its cells hold (ctrl: text, image, group); (): `metric` alone
 
     def key(self, split: str, category: str) -> str:
         return f"{split}/{category}/{self.metric}"
@@ -83,6 +84,18 @@ class Summary:
                 found = sorted(k for k in metrics if rx.match(k))
             out += [k for k in found if k not in out]
         return out
+
+    def declares(self, key: str) -> bool:
+        """Whether `key` is a metric this benchmark's results can hold, as far as its declaration
+        tells before it is scored: one of its columns (a `*` any subset), its chart's or suite
+        keys, an `all/` or `macro/` key, or a cell of its grid (splits and categories, or `all`)."""
+        pats = (*self.columns, *((self.chart,) if isinstance(self.chart, str) else self.chart), *self.suite,
+                "all/*", "macro/*")
+        if any(re.fullmatch(".+".join(re.escape(p) for p in pat.split("*")), key) for pat in pats if pat):
+            return True
+        g, parts = self.grid, key.split("/")
+        return g is not None and len(parts) == 3 and parts[0] in (*g.splits, "all") \
+            and parts[1] in (*g.categories, "all") and parts[2] in (g.metrics or (g.metric,))
 
     def label(self, key: str) -> str:
         head, _, metric = key.rpartition("/")

@@ -140,6 +140,9 @@ def collect(paths: list[str | os.PathLike], notes: list[str] | None = None) -> l
             given += [(f, None, False) for f in found if f.name != "summary.json"]
         elif p.is_file():
             given.append((p, None, True))
+        elif p.exists():
+            raise UnbagError(f"{p}: not a regular file or a folder (a FIFO, socket or device); unbag reads results "
+                             "files and run folders only")
         else:
             raise UnbagError(f"{p}: no such results file or folder")
     out, names = [], set()

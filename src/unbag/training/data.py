@@ -34,7 +34,7 @@ from ..models.base import resize_crop
 from ..negatives.swap import concat, swap_across, swap_within
 from ..negatives.typed import RuleGenerator, WorldGenerator
 from ..sgi.regions import background_color, masked, row_fill
-from ..utils import parse_json
+from ..utils import opened, parse_json
 from ..world import captions as cap, stream
 from ..world.styles import world
 
@@ -300,6 +300,12 @@ class TrainBatches(IterableDataset):
         return source(self.spec, self.seed, self.px)
 
     def __iter__(self) -> Iterator[dict]:
+        try:
+            yield from self._batches()
+        except UnbagError as e:  # handed back as its message: a worker's raise reaches the user as a traceback
+            yield {ERROR: str(e)}
+
+    def _batches(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
         b = self.batch_size // self.world_size
@@ -438,6 +444,48 @@ def parse_data(data: str) -> DataSpec:
                      "jsonl:PATH, coco:ANNOTATIONS[:IMAGES], wds:URLS or degla:FILE[:IMAGE_DIR]")
 
 
+def check_data(data: str) -> None:
+    """Refuse, before any work, a training data spec whose files are not there (a caption,
+    annotation or negatives file that is missing or not a file, an image folder that is not one)."""
+    spec = parse_data(data)
+    if spec.kind in ("file", "coco", "negatives"):
+        if not Path(spec.path).is_file():
+            raise UnbagError(f"{spec.path}: training data file not found")
+        opened(spec.path)
+        if spec.image_dir and not Path(spec.image_dir).is_dir():
+            raise UnbagError(f"{spec.image_dir}: image folder of {data!r} not found")
+
+
+def data_fingerprint(data: str) -> str | None:
+    """A hash of what training data on disk holds: its caption or annotation file by content and
+    each image it names by its target's size and modification time (a rewritten caption or a
+    replaced picture changes it); None for data unbag generates or streams (world, pools by their
+    meta file, webdataset URLs are not read here)."""
+    import hashlib
+    import os
+
+    spec = parse_data(data)
+    h = hashlib.sha256(spec.kind.encode())
+    if spec.kind == "world":
+        if not spec.path:
+            return None
+        h.update(Path(spec.path, "meta.json").read_bytes() if Path(spec.path, "meta.json").is_file() else b"")
+        return h.hexdigest()
+    if spec.kind not in ("file", "coco", "negatives"):
+        return None
+    rows = source(spec, 0, 0).rows  # a missing or malformed file is refused here, located
+    with open(opened(spec.path), "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    for path in sorted({os.path.realpath(p) for p, *_ in rows}):
+        try:
+            st = os.stat(path)
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except OSError:
+            h.update(f"{path}\0missing\0".encode())
+    return h.hexdigest()
+
+
 def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
     """The record source of a parsed spec (not for webdataset streams, read by `wds_records`)."""
     if spec.kind == "world":
@@ -458,5 +506,16 @@ def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, ste
     ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world_size,
                       typed, objects)
     # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
-    return iter(DataLoader(ds, batch_size=None, num_workers=workers,
-                           persistent_workers=False, prefetch_factor=4 if workers else None))
+    loader = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=False,
+                        prefetch_factor=4 if workers else None)
+    return _checked(loader)  # the data is checked above, now; the batches come as they are asked for
+
+
+def _checked(loader: DataLoader) -> Iterator[dict]:
+    for batch in loader:
+        if ERROR in batch:
+            raise UnbagError(batch[ERROR])
+        yield batch
+
+
+ERROR = "unbag_error"  # the key of a batch that carries a worker's error message instead of data

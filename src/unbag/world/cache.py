@@ -13,7 +13,8 @@ world package's source (a change to how scenes are placed or captioned that forg
 version draws again). The item count is not part of
 the key: items are drawn one by one from (seed, split, category, index), so 400 items a
 category reuse the first 100's files. Each file is written whole (a temporary file renamed), so
-a run stopped half-way leaves only whole items; one that cannot be read is drawn again. A cache
+a run stopped half-way leaves only whole items; one that cannot be read, or whose pictures do not
+hash to what it recorded when drawn, is drawn again (with a warning). A cache
 that cannot be written (a read-only home, a full disk) is warned about once and the items are
 drawn as if it were off.
 """
@@ -24,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
@@ -85,22 +87,29 @@ def folder(w: World, seed: int, px: int, device: str | None = None) -> Path | No
     return base / "ctrl" / w.name / f"{px}px-r{r['render']}-seed{seed}-{r['device']}-torch{torch_version}-{r['code']}"
 
 
+def _digest(images: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
+
+
 def _save(path: Path, drawn: Drawn, images: list[np.ndarray], fields: dict) -> None:
-    record = json.dumps({"item": drawn._asdict(), "fields": fields})
+    stacked = np.stack(images)
+    record = json.dumps({"item": drawn._asdict(), "fields": fields, "sha256": _digest(stacked)})
     buf = io.BytesIO()
-    np.savez_compressed(buf, images=np.stack(images), record=np.array(record))
+    np.savez_compressed(buf, images=stacked, record=np.array(record))
     atomic_write(path, buf.getvalue())
 
 
 def _load(path: Path, item_id: str, px: int) -> tuple[Drawn, list[np.ndarray], dict] | None:
-    """A kept item, or None where its file is missing, unreadable or not this item's."""
+    """A kept item, or None where its file is missing, unreadable (cut short, overwritten), not this
+    item's, or its pictures are not the ones it recorded (their hash, taken when drawn)."""
     try:
         with np.load(path, allow_pickle=False) as z:
             images, record = z["images"], json.loads(str(z["record"]))
         drawn = Drawn(**record["item"])
-    except (OSError, ValueError, KeyError, TypeError, EOFError):
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, json.JSONDecodeError):
         return None
-    if drawn.id != item_id or images.shape != (2, px, px, 3) or images.dtype != np.uint8:
+    if drawn.id != item_id or images.shape != (2, px, px, 3) or images.dtype != np.uint8 \
+            or record.get("sha256") != _digest(images):
         return None
     return drawn, list(images), record["fields"]
 
@@ -128,9 +137,14 @@ def swap_items(w: World, seed: int, per_category: int, px: int, categories: list
     kept = {job for job in jobs if path[job].is_file()}
     drawing = w.draw([j for j in jobs if j not in kept], procs)
     bar = f"drawing ctrl at {px} px ({len(kept)} of {len(jobs)} kept in {where.parent.parent.parent})"
-    writable = True
+    writable, bad = True, 0
     for job in track(jobs, description=bar, disable=not progress or len(kept) == len(jobs)):
         got = _load(path[job], item_id(*job[1:4]), px) if job in kept else None
+        if got is None and job in kept:
+            bad += 1
+            if bad == 1:
+                warn(f"{path[job]}: a kept ctrl item that cannot be read or whose pictures changed since they were "
+                     "drawn; drawing it (and any other such) again")
         if got is None:  # not kept, or kept but unreadable: drawn (here, for the rare unreadable one)
             got = _fresh(next(drawing) if job not in kept else w.part("item")(job))
             if writable:
