@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from unbag import evaluation as evaluate_mod
+from unbag.cli import main
 from unbag.errors import UnbagError
 from unbag.heads.shipped import shipped_head
-from unbag.cli import main
 from unbag.run import read_plan, run_plan
 
 

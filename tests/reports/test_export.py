@@ -1,7 +1,7 @@
 """`unbag report --format latex | csv`: compiled by a real TeX engine where one is installed, read back with csv."""
 import csv
-import re
 import json
+import re
 import shutil
 import subprocess
 
