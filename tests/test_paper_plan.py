@@ -55,3 +55,11 @@ def test_the_paper_plan_end_to_end_on_a_tiny_model(coco_captions, tmp_path, monk
     assert "The paper&#x27;s numbers beside yours" in page or "The paper's numbers beside yours" in page
     assert "<td>1.4</td>" in page and "<td>24.9</td>" in page and "TFLocal [paper]" in page
     assert "TFRegions [unbag&#x27;s]" in page or "TFRegions [unbag's]" in page
+
+
+def test_the_paper_plan_with_a_batch_its_heads_cannot_draw_from_writes_nothing(coco_captions, tmp_path, capsys):
+    out = tmp_path / "paper"
+    assert main(["run", "paper", "--model", "builtin", "--coco", coco_captions.removeprefix("coco:"), "--out", str(out),
+                 "--batch-size", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "train.TFLocal: --batch-size 2: a head draws --negatives 3" in err and not out.exists()
