@@ -16,11 +16,12 @@ from pathlib import Path
 
 from ..utils import atomic_write, check_file_out
 from .html import Result, collect, grids, main_table
+from .published import published
 from .table import entry_half, summary_tables
 
 LATEX_MARK = "% written by unbag report --format latex"
 CSV_FIELDS = ("model", "protocol", "recipe", "benchmark", "spec", "metric", "value", "lo", "hi", "interval_method",
-              "n_items", "file")
+              "n_items", "file", "published", "published_source", "minus_published_points", "published_inside_interval")
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -93,17 +94,26 @@ def cell(v):
 
 
 def csv_rows(results: list[Result]) -> list[dict]:
-    """One dict per (model, benchmark, protocol, metric) of every result, each text cell inert (`cell`)."""
+    """One dict per (model, benchmark, protocol, metric) of every result, each text cell inert
+    (`cell`); where the model's published numbers hold the metric (a global-cosine result), the
+    published value, its source, ours - published in points and whether it lies inside our interval."""
     rows = []
     for r in results:
         res = r.res
         ints, how = res.get("intervals", {}), res.get("interval_methods", {})
+        pub = published(res["model"], res["benchmark"].get("name", "")) if res.get("protocol") == "global" else None
         for key, v in res["metrics"].items():
             lo, hi = ints.get(key, (None, None))
+            p = pub.metrics.get(key) if pub is not None else None
+            inside = "" if p is None or lo is None else ("yes" if lo <= p <= hi else "no")
             rows.append({"model": r.model, "protocol": r.protocol, "recipe": res.get("recipe", ""),
                          "benchmark": res["benchmark"].get("name", ""), "spec": res["benchmark"].get("spec", ""),
                          "metric": key, "value": v, "lo": "" if lo is None else lo, "hi": "" if hi is None else hi,
-                         "interval_method": how.get(key, ""), "n_items": res.get("n_items", ""), "file": r.data_name})
+                         "interval_method": how.get(key, ""), "n_items": res.get("n_items", ""), "file": r.data_name,
+                         "published": "" if p is None else p,
+                         "published_source": "" if p is None else f"{pub.source} ({pub.kind})",
+                         "minus_published_points": "" if p is None else round(100 * (v - p), 4),
+                         "published_inside_interval": inside})
     return [{k: cell(v) for k, v in row.items()} for row in rows]
 
 

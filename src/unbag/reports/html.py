@@ -559,7 +559,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     grid tables and charts (ctrl's), then a table and chart per other benchmark, as each declares.
     `baseline`: the protocol each row of a grid is compared with, paired over the same items (None: no
     such column)."""
-    from .table import general_ability, suite_table
+    from .table import general_ability, placements, suite_table
 
     check_out(out, "report", overwrite, REPORT_FILES, inputs=paths)  # before reading anything
     left_out: list[str] = []
@@ -605,6 +605,11 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
                           f'<p class="note">{html.escape(snote)} Each benchmark\'s table below has its official '
                           "columns.</p>"]
             md_body += ["", "## The compositionality suite (%)", ""] + _table_md(shead, srows) + ["", md(snote)]
+        placed = placements([(r.model, r.protocol, r.res, r) for r in results])
+        if placed:  # where each model stands among vl_compo's 202 published checkpoints
+            body_html += ["<h2>Among the field's published checkpoints</h2>"] + \
+                [f'<p class="note">{html.escape(x)}</p>' for x in placed]
+            md_body += ["", "## Among the field's published checkpoints", ""] + [md(x) + "\n" for x in placed]
         for stitle, shead, srows, chart in sections:
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '

@@ -33,11 +33,17 @@ def _tables() -> tuple[tuple[tuple[str, ...], dict[str, Published]], ...]:
 
 
 def published(model_spec: str, benchmark: str) -> Published | None:
-    """The published numbers of the model a spec names on a benchmark (by its registered name), if any."""
+    """The published numbers of the model a spec names on a benchmark (by its registered name), if
+    any: a table of its own (reports/published/*.toml), else vl_compo's row of that checkpoint
+    (third-party, every subset it measured: reports/vl_compo.py)."""
+    from .vl_compo import SOURCE, checkpoint, published_metrics
+
     for models, by_bench in _tables():
-        if model_spec in models:
-            return by_bench.get(benchmark)
-    return None
+        if model_spec in models and benchmark in by_bench:
+            return by_bench[benchmark]
+    row = checkpoint(model_spec)
+    metrics = published_metrics(row).get(benchmark) if row is not None else None
+    return Published(f"{SOURCE}, row {row.name}", "third-party", metrics) if metrics else None
 
 
 def reproduced(value: float, interval: list[float] | None, pub: float) -> str:

@@ -253,6 +253,23 @@ def _averaged(used: dict[str, list[str]], missing: set[str]) -> str:
     return what + (f" (partial: {', '.join(sorted(missing))} missing)" if missing else "")
 
 
+def placements(cells: list[tuple[str, str, dict, object]]) -> list[str]:
+    """For each model scored with the global protocol on some of vl_compo's 12 benchmarks: its
+    vl_compo average and rank among the 202 published checkpoints (reports/vl_compo.py)."""
+    from .vl_compo import place, placement_text
+
+    by: dict[str, list[dict]] = {}
+    for m, p, res, _ in cells:
+        if res.get("protocol") == "global":
+            by.setdefault(m, []).append(res)
+    out = []
+    for m, results in by.items():
+        got = place(results)
+        if got is not None:
+            out.append(placement_text(m, got))
+    return out
+
+
 def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) -> None:
     """The suite table on the terminal (%)."""
     made = suite_table(cells, absent)
@@ -267,6 +284,8 @@ def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) 
                                     for e in row[2:]], end_section=n + 1 < len(rows) and rows[n + 1][0] == "suite average")
     t.caption = note
     Console(width=max(150, Console().width)).print(t)
+    for line in placements(cells):
+        print(line)
 
 
 def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
