@@ -99,6 +99,7 @@ def test_a_suite_of_a_model_declared_a_published_checkpoint_shows_its_row_everyw
     html = (out / "report" / "index.html").read_text()
     md = (out / "report" / "report.md").read_text()
     assert want in html and want in md and "Among the field" in html and "vl\\_compo average" in md
+    assert 'src="figures/vl-compo.png"' in html and (out / "report" / "figures" / "vl-compo.png").stat().st_size > 5000
     tex = write_tables([out], tmp_path / "t.tex", "latex").read_text()
     assert "published (third-party" in tex and want in tex
     with open(write_tables([out], tmp_path / "t.csv", "csv"), newline="") as f:
@@ -106,3 +107,16 @@ def test_a_suite_of_a_model_declared_a_published_checkpoint_shows_its_row_everyw
     assert float(rows[0]["published"]) == pytest.approx(row.subsets["winoground::group"] / 100)
     assert rows[0]["published_inside_interval"] in ("yes", "no") and rows[0]["minus_published_points"]
     assert json.loads(next((out / "results").glob("*winoground*.json")).read_text())["model"] == str(tiny)
+
+
+def test_the_spread_places_a_model_with_an_imagenet_result_as_a_point(tmp_path):
+    from PIL import Image
+
+    row = vl_compo.rows()[3]
+    results = _results_of(row) + [{"benchmark": {"name": "imagefolder", "dataset": "imagenet1k"},
+                                    "metrics": {"all/zeroshot/top1": 0.61}, "protocol": "global"}]
+    assert vl_compo.imagenet_of(results) == pytest.approx(61.0)
+    (tmp_path / "figures").mkdir()
+    name, caption = vl_compo.spread_figure({"mine": results, "other": _results_of(vl_compo.rows()[7])}, tmp_path)
+    assert Image.open(tmp_path / name).size[0] > 400 and "on the 12 benchmarks" in caption and "third-party" in caption
+    assert vl_compo.spread_figure({"none": []}, tmp_path) is None

@@ -560,6 +560,7 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
     `baseline`: the protocol each row of a grid is compared with, paired over the same items (None: no
     such column)."""
     from .table import general_ability, placements, suite_table
+    from .vl_compo import spread_figure
 
     check_out(out, "report", overwrite, REPORT_FILES, inputs=paths)  # before reading anything
     left_out: list[str] = []
@@ -607,9 +608,15 @@ def write_report(paths: list[str | os.PathLike], out: str | os.PathLike, title: 
             md_body += ["", "## The compositionality suite (%)", ""] + _table_md(shead, srows) + ["", md(snote)]
         placed = placements([(r.model, r.protocol, r.res, r) for r in results])
         if placed:  # where each model stands among vl_compo's 202 published checkpoints
+            by: dict[str, list[dict]] = {}
+            for r in results:
+                if r.protocol == "global" or r.res.get("protocol") == "global":
+                    by.setdefault(r.model, []).append(r.res)
+            spread = spread_figure(by, tmp)
             body_html += ["<h2>Among the field's published checkpoints</h2>"] + \
-                [f'<p class="note">{html.escape(x)}</p>' for x in placed]
-            md_body += ["", "## Among the field's published checkpoints", ""] + [md(x) + "\n" for x in placed]
+                [f'<p class="note">{html.escape(x)}</p>' for x in placed] + ([_figure(*spread)] if spread else [])
+            md_body += ["", "## Among the field's published checkpoints", ""] + [md(x) + "\n" for x in placed] + \
+                ([f"![{md(spread[1])}]({quote(spread[0])})"] if spread else [])
         for stitle, shead, srows, chart in sections:
             body_html += [f"<h2>{html.escape(stitle)}</h2>", _table_html(shead, srows),
                           '<p class="note">%; strict &gt; (ties count as wrong) unless a column says official. '

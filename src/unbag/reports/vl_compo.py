@@ -215,3 +215,55 @@ def placement_text(model: str, p: Placement) -> str:
     return (f"{model}: vl_compo average {p.average:.1f} over {scope}; rank {p.rank} of {p.of} among {SOURCE}'s "
             f"checkpoints (third-party numbers, rules inferred: docs/benchmarks.md#vl-compo). Just above: "
             f"{fmt(p.above)}. Just below: {fmt(p.below)}.")
+
+
+def imagenet_of(results: list[dict]) -> float | None:
+    """A model's ImageNet-1k zero-shot top-1 (percent) among its results, if it has one."""
+    for r in results:
+        if r["benchmark"].get("dataset") == "imagenet1k" and "all/zeroshot/top1" in r["metrics"]:
+            return 100 * r["metrics"]["all/zeroshot/top1"]
+    return None
+
+
+def spread_figure(models: dict[str, list[dict]], out: Path, name: str = "figures/vl-compo.png") -> tuple | None:
+    """The published checkpoints' vl_compo average against their ImageNet zero-shot top-1 (as
+    vl_compo's own figure), with each of `models` (name -> its results) placed on it: a point where
+    it has an ImageNet result, else a labelled line at its average. On the benchmarks every model
+    has (all 12, or fewer, said in the title). (file, caption) under `out`, or None."""
+    mine = {m: headlines(columns_of(rs)) for m, rs in models.items()}
+    mine = {m: h for m, h in mine.items() if h}
+    if not mine:
+        return None
+    common = tuple(b for b in BENCHMARKS if all(b in h for h in mine.values()))
+    if not common:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    pub = [(r.imagenet, _mean([r.headlines[b] for b in common]), r.family) for r in rows()]
+    tuned = [p for p in pub if p[2] == "StructuredCLIP"]
+    ax.scatter([p[0] for p in pub if p[2] != "StructuredCLIP"], [p[1] for p in pub if p[2] != "StructuredCLIP"], s=10,
+               color="#9AA5B1", label="vl_compo: pretrained checkpoints")
+    ax.scatter([p[0] for p in tuned], [p[1] for p in tuned], s=16, marker="s", color="#C44E52",
+               label="vl_compo: fine-tuned for compositionality (NegCLIP, DAC, ...)")
+    for k, (m, h) in enumerate(mine.items()):
+        y, x = _mean([h[b] for b in common]), imagenet_of(models[m])
+        colour = plt.get_cmap("tab10")(k % 10)
+        if x is not None:
+            ax.scatter([x], [y], s=70, marker="*", color=colour, zorder=3)
+            ax.annotate(m, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7, color=colour)
+        else:
+            ax.axhline(y, color=colour, ls="--", lw=1)
+            ax.text(ax.get_xlim()[0], y, f" {m} (no ImageNet result)", fontsize=7, color=colour, va="bottom")
+    ax.set_xlabel("ImageNet zero-shot top-1 %")
+    scope = "the 12 benchmarks" if len(common) == len(BENCHMARKS) else f"{len(common)} of the 12 ({', '.join(common)})"
+    ax.set_ylabel("vl_compo average %")
+    ax.set_title(f"Your models among vl_compo's 202 checkpoints, on {scope}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name, (f"vl_compo average against ImageNet zero-shot top-1: the 202 published checkpoints ({SOURCE}, "
+                  f"third-party) and your models, on {scope}")
