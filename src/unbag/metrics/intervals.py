@@ -158,30 +158,18 @@ def bootstrap_values(per_item: dict[str, torch.Tensor], parts: dict[str, Part], 
             w = torch.index_select(counts, 1, idx, out=gathered[:k * len(idx)].view(k, len(idx)))
             memo[key] = (w @ v) / w.sum(1)
         for key in keys:
-            got[key].append(bootstrap_of(per_item, parts, key, counts, memo))
+            got[key].append(composed_of(parts, key, memo))
     return {k: torch.cat(v) for k, v in got.items()}
 
 
-def bootstrap_of(per_item: dict[str, torch.Tensor], parts: dict[str, Part], key: str,
-                 counts: torch.Tensor, memo: dict | None = None) -> torch.Tensor:
-    """Each resample's value of a reported key [resamples] (counts: each item's draws [resamples,
-    n]): its bucket's mean, or the (weighted) mean of the keys a macro averages, each resampled
-    alike (`memo`: the values of keys already computed on these counts)."""
-    if memo is not None and key in memo:
-        return memo[key]
-    p = parts[key]
-    if p.kind == "macro":
-        each = torch.stack([bootstrap_of(per_item, parts, k, counts, memo) for k in p.of])
-        got = each.mean(0) if not p.weights else (torch.tensor(p.weights, dtype=each.dtype)[:, None] * each).sum(0)
-    else:
-        idx = torch.tensor(sorted(p.items), dtype=torch.long)
-        v = per_item[p.metric][idx].float()
-        keep = ~v.isnan()
-        w = counts[:, idx[keep]]
-        got = (w @ v[keep]) / w.sum(1)
-    if memo is not None:
-        memo[key] = got
-    return got
+def composed_of(parts: dict[str, Part], key: str, memo: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Each resample's value of a reported key [resamples]: a bucket mean from `memo` (its values on
+    these draws), or the (weighted) mean of the keys a macro averages, remembered in `memo`."""
+    if key not in memo:
+        p = parts[key]
+        each = torch.stack([composed_of(parts, k, memo) for k in p.of])
+        memo[key] = each.mean(0) if not p.weights else (torch.tensor(p.weights, dtype=each.dtype)[:, None] * each).sum(0)
+    return memo[key]
 
 
 def _cluster_index(clusters: list | None, n: int) -> list[list[int]]:
