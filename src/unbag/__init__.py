@@ -5,8 +5,8 @@ The public API (docs/api.md): `load_model`, `load_benchmark`, `score`, `evaluate
 on first use, so `import unbag` loads neither torch nor any model.
 """
 from .errors import UnbagError, UnbagWarning
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["UnbagError", "UnbagWarning", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
            "features", "train", "export", "compare", "JobCache"]
 _API = frozenset(__all__[3:])

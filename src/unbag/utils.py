@@ -434,7 +434,7 @@ def versions() -> dict:
     import open_clip
     import torch
 
-    from . import __version__
+    from .version import __version__
 
     return {"unbag": __version__, "torch": torch.__version__, "open_clip": open_clip.__version__,
             "numpy": numpy.__version__, "python": platform.python_version(),

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from ..metrics.winoground import winoground  # noqa: F401 (the 2x2 shape's metric, declared with metrics)
+
 
 def choose(s: torch.Tensor, label: torch.Tensor, name: str = "acc", official: bool = True) -> dict[str, torch.Tensor]:
     """Rows s [n, K] of candidates, `label` [n] the true one's index: `name` is right when the true
@@ -37,25 +39,6 @@ def first_caption(scores: torch.Tensor, name: str = "acc", official: bool = True
     if scores.ndim != 3 or scores.shape[1] != 1 or scores.shape[2] < 2:
         raise ValueError(f"first_caption needs scores [items, 1, >=2], got {tuple(scores.shape)}")
     return choose(scores[:, 0], torch.zeros(len(scores), dtype=torch.long), name, official)
-
-
-def winoground(scores: torch.Tensor) -> dict[str, torch.Tensor]:
-    """2x2 items (caption c belongs to image c), strict `>`:
-    text: s(I0,C0) > s(I0,C1) and s(I1,C1) > s(I1,C0); image: s(I0,C0) > s(I1,C0) and
-    s(I1,C1) > s(I0,C1); group: both; pair: the mean over the two images of the caption choice."""
-    if scores.ndim != 3 or scores.shape[1:] != (2, 2):
-        raise ValueError(f"winoground needs scores [items, 2, 2], got {tuple(scores.shape)}")
-    s = scores
-    t0, t1 = s[:, 0, 0] > s[:, 0, 1], s[:, 1, 1] > s[:, 1, 0]
-    i0, i1 = s[:, 0, 0] > s[:, 1, 0], s[:, 1, 1] > s[:, 0, 1]
-    tt = (s[:, 0, 0] == s[:, 0, 1]) | (s[:, 1, 1] == s[:, 1, 0])
-    it = (s[:, 0, 0] == s[:, 1, 0]) | (s[:, 1, 1] == s[:, 0, 1])
-    text, image = t0 & t1, i0 & i1
-    return {
-        "text": text.float(), "image": image.float(), "group": (text & image).float(),
-        "pair": (t0.float() + t1.float()) / 2,
-        "tie/text": tt, "tie/image": it, "tie/group": tt | it, "tie/pair": tt,
-    }
 
 
 def recall_at(s: torch.Tensor, label: torch.Tensor, ks: tuple[int, ...] = (1, 3, 5, 10),

@@ -1,0 +1,2 @@
+"""unbag's version (its own module: every layer may read it without importing the package root)."""
+__version__ = "0.1.0"
