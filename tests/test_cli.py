@@ -39,7 +39,7 @@ def test_world_build_and_show(tmp_path, capsys):
 
 
 def test_train_cli(tmp_path, capsys):
-    code, stdout, _ = _run(["train", "--steps", "2", "--batch-size", "4", "--workers", "0", "--out",
+    code, stdout, _ = _run(["train", "--method", "clip", "--steps", "2", "--batch-size", "4", "--workers", "0", "--out",
                             str(tmp_path / "t"), "--quiet"], capsys)
     assert code == 0 and (tmp_path / "t" / "model" / "open_clip_config.json").is_file()
 
@@ -49,7 +49,7 @@ def test_train_cli_passes_zero_values_on(monkeypatch, tmp_path):
 
     got = {}
     monkeypatch.setattr(unbag.api, "train", lambda *a, **kw: got.update(kw) or tmp_path)
-    main(["train", "--warmup", "0", "--weight-decay", "0", "--layers", "0", "--out", str(tmp_path / "t")])
+    main(["train", "--method", "clip", "--warmup", "0", "--weight-decay", "0", "--layers", "0", "--out", str(tmp_path / "t")])
     assert got["warmup"] == 0 and got["weight_decay"] == 0.0 and got["layers"] == 0
     assert "compile" not in got and "ema" not in got  # flags not given keep the method's defaults
 
@@ -160,3 +160,34 @@ def test_retrieval_eval_is_global_only(tmp_path, capsys):
     assert code == 0 and 0 < res["metrics"]["all/retrieval/i2t/R@1"] <= res["metrics"]["all/retrieval/i2t/R@5"]
     code, _, err = _run(["eval", "--bench", "ctrl-retrieval:50", "--protocol", "sgi", "--quiet"], capsys)
     assert code == 2 and "global protocol only" in err
+
+
+@pytest.mark.parametrize("args, missing", [(["suite", "--root", "."], "--model"), (["train", "--out", "x"], "--method")])
+def test_commands_whose_default_would_mislead_require_the_choice(args, missing, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2 and missing in capsys.readouterr().err
+
+
+def test_every_flag_of_every_command_shows_its_default_in_help():
+    import argparse
+
+    from unbag.cli import parser
+
+    def walk(p):
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sp in a.choices.values():
+                    yield from walk(sp)
+            elif a.option_strings and a.default not in (None, False, argparse.SUPPRESS) and a.help != argparse.SUPPRESS:
+                yield p.prog, a
+
+    missing = [f"{prog} {a.option_strings[0]}" for prog, a in walk(parser()) if "(default" not in (a.help or "")]
+    assert missing == []
+
+
+def test_the_builtin_model_on_photographs_is_said_for_what_it_is(winoground_dir, capsys):
+    assert main(["eval", "--bench", f"winoground:{winoground_dir}", "--quiet"]) == 0
+    assert "no --model given: using the built-in model, a 3.5M-parameter dual encoder" in capsys.readouterr().err
+    assert main(["eval", "--bench", "ctrl-retrieval:8", "--quiet"]) == 0  # generated scenes: the model's own world
+    assert "no --model given" not in capsys.readouterr().err

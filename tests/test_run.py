@@ -174,8 +174,9 @@ def test_shipped_heads_resolve_per_model():
     assert shipped_head("sgi", "builtin") == "sgi"
     with pytest.raises(UnbagError, match="only for built-in models"):
         shipped_head("head:builtin:tflocal", "open_clip:ViT-B-32")
-    assert shipped_head("head:builtin:tfregions", "builtin").endswith("tfregions/pretrained")
-    assert shipped_head("head:builtin:tfregions", "builtin:ft").endswith("tfregions/ft")
+    assert shipped_head("head:builtin:tfregions", "builtin") == "head:builtin:tfregions@pretrained"
+    assert shipped_head("head:builtin:tfregions", "builtin:ft") == "head:builtin:tfregions@ft"
+    assert shipped_head("head:builtin:tfregions@ft", "builtin:ft") == "head:builtin:tfregions@ft"  # resolved once
     with pytest.raises(UnbagError, match="no shipped nosuch head for builtin:negclip"):
         shipped_head("head:builtin:nosuch", "builtin:negclip")
 
@@ -377,3 +378,23 @@ def test_a_head_protocol_naming_a_trained_model_is_refused(tmp_path, capsys):
                     'h = "head:train.X"\n[train.X]\nmethod = "ft"\nmodel = "builtin"\ndata = "world"\n')
     assert main(["run", str(plan), "--quiet"]) == 2
     assert "'head:train.X' names no head of the plan's [train.NAME] tables" in capsys.readouterr().err
+
+
+def test_shipped_heads_are_recorded_by_name_and_a_moved_checkout_reuses_their_cells(tiny_bench, tmp_path, monkeypatch):
+    import shutil
+
+    import unbag.heads.shipped as shipped
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'out = "{tmp_path / "out"}"\n[models]\nm = "builtin"\n[benchmarks]\nc = "ctrl:{tiny_bench}"\n'
+                    '[protocols]\nh = "head:builtin:tfglobal"\n')
+    res = run_plan(plan, progress=False)[0]
+    assert res["protocol"] == "head:builtin:tfglobal@pretrained"
+    text = next((tmp_path / "out" / "results").glob("*.json")).read_text()
+    assert str(shipped.HEADS_DIR) not in text and str(shipped.HEADS_DIR.parent) not in text
+    made = {f: f.stat().st_mtime_ns for f in (tmp_path / "out" / "results").glob("*")}
+    moved = tmp_path / "elsewhere" / "heads"
+    shutil.copytree(shipped.HEADS_DIR, moved)  # the same heads in another checkout
+    monkeypatch.setattr(shipped, "HEADS_DIR", moved)
+    again = run_plan(plan, progress=False)[0]
+    assert again["created"] == res["created"] and {f: f.stat().st_mtime_ns for f in made} == made

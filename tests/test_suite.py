@@ -32,7 +32,7 @@ def _results(out):
 @pytest.mark.slow
 def test_suite_scores_what_it_finds_and_names_the_rest(suite_root, tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["suite", "--root", str(suite_root), "--out", str(out), "--quiet"])
+    code = main(["suite", "--model", "builtin", "--root", str(suite_root), "--out", str(out), "--quiet"])
     said, err = capsys.readouterr()
     assert code == 0
     assert "warning: crepe:" in err and "COLA_singleobjects_benchmark_PACO.json" in err  # missing on purpose
@@ -66,7 +66,7 @@ def test_suite_scores_what_it_finds_and_names_the_rest(suite_root, tmp_path, cap
 @pytest.mark.slow
 def test_a_second_run_reuses_every_cell(suite_root, tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["suite", "--root", str(suite_root), "--out", str(out), "--quiet"]
+    args = ["suite", "--model", "builtin", "--root", str(suite_root), "--out", str(out), "--quiet"]
     assert main(args) == 0
     stamps = {f.name: f.stat().st_mtime_ns for f in (out / "results").iterdir()}
     assert main(args) == 0
@@ -80,7 +80,7 @@ def test_suite_takes_several_protocols(suite_root, tmp_path, capsys):
     root = tmp_path / "root"
     shutil.copytree(suite_root / "winoground", root / "winoground")
     out = tmp_path / "run"
-    assert main(["suite", "--root", str(root), "--out", str(out), "--protocol", "global", "--protocol", "sgi",
+    assert main(["suite", "--model", "builtin", "--root", str(root), "--out", str(out), "--protocol", "global", "--protocol", "sgi",
                  "--quiet"]) == 0
     said = capsys.readouterr().out
     assert {r["protocol"] for r in _results(out)} == {"global", "sgi"}
@@ -111,7 +111,7 @@ def test_a_bad_suite_file_is_refused_by_name(toml, said, tmp_path, capsys):
     root = tmp_path / "root"
     (root / "winoground").mkdir(parents=True)
     (root / "suite.toml").write_text(toml)
-    assert main(["suite", "--root", str(root), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert main(["suite", "--model", "builtin", "--root", str(root), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert str(root / "suite.toml") in err and said in err
     assert not (tmp_path / "out").exists()
@@ -121,7 +121,7 @@ def test_a_suite_file_that_is_a_folder_is_refused_not_ignored(tmp_path, capsys):
     root = tmp_path / "root"
     (root / "winoground").mkdir(parents=True)
     (root / "suite.toml").mkdir()
-    assert main(["suite", "--root", str(root), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert main(["suite", "--model", "builtin", "--root", str(root), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert "suite.toml: is a folder, not a file" in capsys.readouterr().err
 
 
@@ -138,7 +138,7 @@ def test_a_benchmark_there_but_not_a_folder_is_named_for_what_it_is(tmp_path):
 
 
 def test_a_root_without_any_benchmark_is_an_error(tmp_path, capsys):
-    assert main(["suite", "--root", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert main(["suite", "--model", "builtin", "--root", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert "none of the suite's benchmarks found" in capsys.readouterr().err
 
 
@@ -157,7 +157,7 @@ def test_a_bad_input_writes_nothing(winoground_dir, tmp_path, capsys, args, said
     base = {"--model": "builtin"}
     for k, v in zip(args[::2], args[1::2]):
         base[k] = v
-    code = main(["suite", "--root", str(root), "--out", str(out), "--quiet", *[x for kv in base.items() for x in kv]])
+    code = main(["suite", "--model", "builtin", "--root", str(root), "--out", str(out), "--quiet", *[x for kv in base.items() for x in kv]])
     assert code == 2 and said in capsys.readouterr().err
     assert not out.exists()
 

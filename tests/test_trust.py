@@ -31,7 +31,7 @@ def _commands(tmp_path, results_file, tiny_bench, out):
         "world": ["world", "build", "--out", str(out), "--per-category", "1", "--size", "32", "--quiet"],
         "features": ["features", "--model", "open_clip:unbag-tiny@random", "--data", "swaps", "--n", "4", "--out", str(out),
                      "--quiet"],
-        "train": ["train", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out", str(out), "--quiet"],
+        "train": ["train", "--method", "clip", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out", str(out), "--quiet"],
     }
 
 
@@ -84,7 +84,7 @@ def test_files_and_folders_follow_the_umask(tmp_path, results_file, capsys):
 
 
 def test_resume_without_checkpoint_says_so(tmp_path, capsys):
-    code, _, err = _run(["train", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out",
+    code, _, err = _run(["train", "--method", "clip", "--steps", "1", "--batch-size", "4", "--workers", "0", "--out",
                          str(tmp_path / "t"), "--resume", "--quiet"], capsys)
     assert code == 0 and "no checkpoint" in err and "step 0" in err
 
@@ -364,8 +364,8 @@ ERRORS = {  # name: (argv with {root} and {out}, words the message must hold)
     "eval batch negative": (["eval", "--bench", "ctrl-retrieval:8", "--batch-size", "-3", "--out", "{out}/r.json"],
                             ">= 1"),
     "sgi batch 0": (["eval", "--protocol", "sgi", "--batch-size", "0", "--out", "{out}/r.json"], ">= 1"),
-    "train batch 0": (["train", "--steps", "2", "--batch-size", "0", "--out", "{out}/t"], "--batch-size 0"),
-    "train steps -5": (["train", "--steps", "-5", "--out", "{out}/t"], "--steps -5"),
+    "train batch 0": (["train", "--method", "clip", "--steps", "2", "--batch-size", "0", "--out", "{out}/t"], "--batch-size 0"),
+    "train steps -5": (["train", "--method", "clip", "--steps", "-5", "--out", "{out}/t"], "--steps -5"),
     "head steps -5": (["train", "--method", "tflocal", "--model", "builtin", "--data", "{root}/cache", "--steps", "-5",
                        "--out", "{out}/h"], "--steps -5"),
     "head batch 0": (["train", "--method", "tflocal", "--data", "{root}/cache", "--batch-size", "0", "--out",
@@ -393,7 +393,7 @@ def test_errors_are_messages_with_exit_2_and_nothing_written(case, broken, tmp_p
 
 
 def test_damaged_checkpoint_on_resume_is_a_message(tmp_path, capsys):
-    args = ["train", "--steps", "2", "--batch-size", "4", "--workers", "0", "--ckpt-every", "1", "--out",
+    args = ["train", "--method", "clip", "--steps", "2", "--batch-size", "4", "--workers", "0", "--ckpt-every", "1", "--out",
             str(tmp_path / "t"), "--quiet"]
     assert _run(args, capsys)[0] == 0
     (tmp_path / "t" / "ckpt" / "trainer.pt").write_bytes(b"garbage")

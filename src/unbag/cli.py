@@ -6,7 +6,7 @@ import signal
 import sys
 import warnings
 
-from .errors import UnbagError, UnbagWarning
+from .errors import UnbagError, UnbagWarning, warn
 from .world.styles import DEFAULT as DEFAULT_STYLE, SIZES, STYLES, WORLDS, render_procs
 from .world.worlds.clevr3d import WORLD as POOL_WORLD  # the world pools render (world/pool3d.py)
 
@@ -169,8 +169,10 @@ def _suite(a: argparse.Namespace) -> None:
 
 def _features(a: argparse.Namespace) -> None:
     from .api import features
+    from .heads.extract import is_caption_data
 
-    out = features(a.model, a.data, a.out, n=a.n, seed=a.seed, device=a.device, progress=not a.quiet,
+    model = _model_or_builtin(a, is_caption_data(a.data))
+    out = features(model, a.data, a.out, n=a.n, seed=a.seed, device=a.device, progress=not a.quiet,
                    regions=not a.no_regions,
                    overwrite=a.overwrite)
     print(f"features written to {out}")
@@ -205,13 +207,15 @@ def _eval(a: argparse.Namespace) -> None:
     from pathlib import Path
 
     from .api import evaluate
+    from .benchmarks import pictures
     from .reports.table import print_results
 
     benches = a.bench or ["ctrl"]
+    model = _model_or_builtin(a, any(pictures(spec)[0] == "photos" for spec in benches))
     for spec in benches:  # several: --out is a folder with one results file per benchmark
         out = a.out if len(benches) == 1 or not a.out else \
             str(Path(a.out) / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", spec).strip("_") + ".json"))
-        res = evaluate(a.model, spec, a.protocol, out=out, batch_size=a.batch_size, device=a.device,
+        res = evaluate(model, spec, a.protocol, out=out, batch_size=a.batch_size, device=a.device,
                        seed=a.seed, progress=not a.quiet, precision=a.precision, overwrite=a.overwrite,
                        images_outside_root=a.images_outside_root, **_sgi_options(a))
         if res:  # under torchrun only rank 0 has the results
@@ -245,11 +249,13 @@ def _explain(a: argparse.Namespace) -> None:
     from rich.console import Console
 
     from .api import explain
+    from .benchmarks import pictures
     from .sgi.explain import drawn_by_unbag
     from .utils import check_file_out
 
     inputs = (a.image,) if a.image else ()
     check_file_out(a.out, "explain", drawn_by_unbag, a.overwrite, inputs)  # before the work
+    a.model = _model_or_builtin(a, bool(a.image) or (bool(a.item) and pictures(a.bench)[0] == "photos"))
     if a.item:
         exp = explain(a.model, protocol=a.protocol, bench=a.bench, item=a.item, seed=a.seed, device=a.device,
                       **_sgi_options(a))
@@ -364,7 +370,7 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     if methods:
         from .heads import HEADS
         from .training.objectives import OBJECTIVES
-    t.add_argument("--method", default="clip", help=" | ".join([*OBJECTIVES, *HEADS]) if methods else "a method")
+    t.add_argument("--method", required=True, help=" | ".join([*OBJECTIVES, *HEADS]) if methods else "a method")
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
@@ -410,7 +416,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     t.set_defaults(fn=_train)
 
     e = sub.add_parser("eval", help="score a model on a benchmark")
-    e.add_argument("--model", default="builtin")
+    e.add_argument("--model", default=None, help="model spec (default: builtin, unbag's 3.5M-parameter model of "
+                   "synthetic scenes; warned about on photographs)")
     if benches:
         from .benchmarks import forms
     e.add_argument("--bench", action="append", default=None, help=(forms() if benches else "a benchmark spec")
@@ -434,7 +441,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
         _add_sgi_options(e)
     e.set_defaults(fn=_eval)
     f = sub.add_parser("features", help="cache frozen features for head training")
-    f.add_argument("--model", default="builtin")
+    f.add_argument("--model", default=None, help="model spec (default: builtin, unbag's 3.5M-parameter model of "
+                   "synthetic scenes; warned about on photographs)")
     f.add_argument("--data", default="world", help="a world stream or pool as `train` reads it: "
                    "world[@WORLD][:DIST] | pool:DIR (samples and their twins) | swaps[@WORLD] (in-distribution SWAP "
                    "items of the default world or WORLD) | caption data as "
@@ -478,7 +486,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     r.set_defaults(fn=_run)
 
     su = sub.add_parser("suite", help="every compositionality benchmark found under a root, one table (resumable)")
-    su.add_argument("--model", default="builtin", help="model spec (default: builtin)")
+    su.add_argument("--model", required=True, help="model spec, e.g. open_clip:ViT-B-32-quickgelu@openai (builtin: "
+                    "unbag's 3.5M-parameter model of synthetic scenes)")
     su.add_argument("--root", required=True, help="a folder holding one folder per benchmark: ROOT/NAME/ is what "
                     "NAME:DIR reads; image roots elsewhere in ROOT/suite.toml (docs/benchmarks.md, 'The suite')")
     su.add_argument("--protocol", action="append", default=None, help="global (default) | sgi | sgi:paper | "
@@ -532,7 +541,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     n.set_defaults(fn=_negatives)
 
     x = sub.add_parser("explain", help="draw which region each caption segment matches under SGI")
-    x.add_argument("--model", default="builtin")
+    x.add_argument("--model", default=None, help="model spec (default: builtin, unbag's 3.5M-parameter model of "
+                   "synthetic scenes; warned about on photographs)")
     x.add_argument("--image", default=None)
     x.add_argument("--caption", default=None)
     x.add_argument("--bench", default="ctrl", help="with --item: ctrl or ctrl:DIR")
@@ -546,7 +556,33 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     if sgi:
         _add_sgi_options(x)
     x.set_defaults(fn=_explain)
+    _show_defaults(p)
     return p
+
+
+def _show_defaults(p: argparse.ArgumentParser) -> None:
+    """Every flag's help ends with its default, unless its text already says it."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in action.choices.values():
+                _show_defaults(sp)
+        elif action.option_strings and action.default not in (None, False, argparse.SUPPRESS) \
+                and "(default" not in (action.help or "") and action.help != argparse.SUPPRESS:
+            action.help = f"{action.help or ''} (default: {action.default})".strip()
+
+
+BUILTIN_ON_PHOTOS = ("no --model given: using the built-in model, a 3.5M-parameter dual encoder unbag trained on its "
+                     "own synthetic scenes (docs/model-card.md); on photographs its numbers say nothing about CLIP. "
+                     "Pass --model SPEC, e.g. open_clip:ViT-B-32-quickgelu@openai")
+
+
+def _model_or_builtin(a: argparse.Namespace, photos: bool) -> str:
+    """The --model given, else the built-in model, with a plain warning where it reads photographs."""
+    if a.model is not None:
+        return a.model
+    if photos:
+        warn(BUILTIN_ON_PHOTOS)
+    return "builtin"
 
 
 def main(argv: list[str] | None = None) -> int:

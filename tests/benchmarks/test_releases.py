@@ -62,7 +62,7 @@ def test_the_suite_steps_past_a_benchmark_it_cannot_read(cola_dir, winoground_di
     shutil.rmtree(root / "cola" / "images")
     shutil.copytree(winoground_dir, root / "winoground")
     out = tmp_path / "run"
-    assert main(["suite", "--root", str(root), "--out", str(out), "--quiet"]) == 0
+    assert main(["suite", "--model", "builtin", "--root", str(root), "--out", str(out), "--quiet"]) == 0
     said = capsys.readouterr().out
     assert "not scored: cola: " in said and "no item to score" in said
     names = {json.loads(f.read_text())["benchmark"]["name"] for f in (out / "results").glob("*.json")}

@@ -126,7 +126,7 @@ BENCHMARKS: dict[str, Kind] = {
                  pictures="world"),
     "ctrl-retrieval": Kind(f"ctrl-retrieval[@{'|@'.join(WORLDS)}][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
-                           stamp=_render_stamp, worlds=True),
+                           stamp=_render_stamp, worlds=True, pictures="world"),
     "imagefolder": Kind("imagefolder:DIR[:DATASET]", _call("classification", "load", "path", "dataset"),
                         global_only=True, dataset=True, summary=ZERO_SHOT),
     "wds": Kind("wds:DIR[:DATASET] (CLIP_benchmark's webdataset: classification or retrieval)",

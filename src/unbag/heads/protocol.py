@@ -19,6 +19,7 @@ from ..scoring.encode import pixels_of, unique
 from ..world.styles import resolve
 from .common import head_class, head_inputs
 from .features import alternative_features, image_features, text_features
+from .shipped import shipped_dir
 from .train import head_id, load_head
 
 
@@ -91,8 +92,11 @@ def score_head(backend: Backend, bench: Benchmark, batch_size: int = 256, progre
 
 
 def _head(path: str, options: dict, bench: "str | Benchmark"):
-    """The head protocol's builder: scoring with the head in `path`, and what it records."""
+    """The head protocol's builder: scoring with the head in `path` (a folder, or a shipped head
+    'builtin:KIND@NAME'), and what it records."""
     import functools
+
+    path = str(shipped_dir(path) or path)
 
     _, record = load_head(path)
     recorded = {"head": record["head"], "backbone": record["backbone"], "head_id": head_id(path, record),
