@@ -26,11 +26,11 @@ def model():
 @pytest.fixture(scope="module")
 def free_text_bench():
     """ctrl items without their grammar's segments, so SGI and the heads parse the captions as
-    they parse free text given to `score`: their pictures as arrays, and none of the SGI options
-    a 3D ctrl declares (free pictures given to `score` take SGI's own defaults)."""
+    they parse free text given to `score`: their pictures as arrays, declared photos as a user's
+    own pictures given to `score` are (SGI's photo defaults), none of the 3D ctrl's options."""
     from unbag.benchmarks.base import load_image
     b = unbag.load_benchmark("ctrl", seed=5, per_category=1)
-    return dataclasses.replace(b, sgi={}, items=[
+    return dataclasses.replace(b, sgi={}, pictures="photos", items=[
         dataclasses.replace(it, meta={}, images=[np.asarray(load_image(r, it.id)) for r in it.images]) for it in b])
 
 
@@ -237,3 +237,18 @@ def test_a_benchmark_the_model_would_enlarge_is_warned_about(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnbagWarning)  # at the model's own size: nothing to say
         unbag.evaluate("open_clip:unbag-tiny@random", f"ctrl:{same}", progress=False)
+
+
+def test_score_and_explain_take_the_same_sgi_options_for_a_users_photo():
+    import numpy as np
+    import torch
+
+    from unbag import protocols
+    from unbag.api import _pairs
+
+    photo = np.random.default_rng(3).integers(0, 255, (120, 160, 3), np.uint8)
+    _, recorded = protocols.build("sgi", {}, _pairs(photo, "a red cube", "x"))
+    assert recorded["regions"] == "selective" and recorded["phases"] == 1  # a photo's defaults, not the flat world's
+    got = unbag.score("builtin", photo, ["a red cube", "a blue sphere"], "sgi")
+    drawn = unbag.explain("builtin", photo, ["a red cube", "a blue sphere"], "sgi")
+    assert torch.allclose(got, torch.as_tensor(drawn.scores, dtype=got.dtype), atol=1e-5)

@@ -108,7 +108,7 @@ def _pairs(images: Any, captions: Any, name: str) -> "Benchmark":
     """Every image against every caption, as one benchmark item."""
     from .benchmarks.base import Benchmark, Item
     item = Item(name, _image_refs(images), _captions(captions), {}, source=name)
-    return Benchmark(name, name, [item])
+    return Benchmark(name, name, [item], pictures="photos")  # a user's own pictures: SGI's photo defaults
 
 
 def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, captions: Sequence[str] | str,
@@ -120,9 +120,9 @@ def score(model: "str | Backend", images: Sequence[ImageInput] | ImageInput, cap
     from . import protocols
     backend = _backend(model)
     protocol = protocols.resolve(protocol, backend.spec)
-    fn, _ = protocols.build(protocol, options, cache=cache)
     at_least("batch_size", batch_size)
     bench = _pairs(images, captions, "unbag.score")
+    fn, _ = protocols.build(protocol, options, bench, cache=cache)  # the options `explain` draws with
     from .evaluation import finite
     return finite(fn(backend, bench, batch_size=batch_size, progress=progress)[0], backend.spec, "unbag.score")
 
@@ -156,7 +156,6 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
     generated one). A free image takes the photo benchmarks' regions (`selective`, one view), as
     `unbag eval` on photos does, a benchmark item its benchmark's; SGI options override them."""
     from . import benchmarks
-    from .sgi.config import PICTURE_DEFAULTS, SGIConfig
     from .sgi.explain import explain as draw
     from .sgi.presets import SGI_PRESETS, config_for
     if protocol not in SGI_PRESETS:
@@ -170,7 +169,7 @@ def explain(model: "str | Backend", image: Sequence[ImageInput] | ImageInput | N
         cfg = config_for(protocol, given, b)  # exactly what `unbag eval` scores the item with
     else:
         b = _pairs(image, caption, "unbag.explain")
-        cfg = SGIConfig.from_options({**PICTURE_DEFAULTS["photos"], **SGI_PRESETS[protocol], **given})
+        cfg = config_for(protocol, given, b)  # the same place `score` takes them from
     return draw(_backend(model, device), b, cfg)
 
 

@@ -391,7 +391,7 @@ def pictures(bench) -> tuple[str, dict]:
             return "", {}
         return k.pictures, (k.sgi_of(path, third) if k.sgi_of else {})
     k = BENCHMARKS.get(bench.name)
-    return (k.pictures if k else ""), dict(getattr(bench, "sgi", None) or {})
+    return (getattr(bench, "pictures", "") or (k.pictures if k else "")), dict(getattr(bench, "sgi", None) or {})
 
 
 def forms() -> str:

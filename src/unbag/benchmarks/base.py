@@ -67,6 +67,7 @@ class Benchmark:
     # group key) or, "split/category", per split x category with 'all' levels (ctrl)
     grouping: str = "subset"
     sgi: dict = field(default_factory=dict)  # SGI options its images call for, over its kind's (3D ctrl: objects)
+    pictures: str = ""  # what its images are where no registered kind says (a user's own: "photos")
 
     def __post_init__(self) -> None:
         if not isinstance(self.items, Items):
