@@ -26,12 +26,12 @@ def test_clic_loss_hand_computed():
     assert loss.item() == pytest.approx(0.5 * parts["sneg"].item(), abs=1e-6)
 
 
-def test_clic_loss_equals_the_spec_formulas():
+def test_clic_loss_equals_the_papers_formulas():
     B, d, s = 5, 8, torch.tensor(7.0)
     u = F.normalize(_rand(B, d, seed=1), dim=-1)
     t = F.normalize(_rand(5, B, d, seed=2), dim=-1)
     p, n = t[:4], t[4]
-    # written out per element, straight from spec methods.md section 6
+    # written out per element, straight from the formulas of arXiv 2505.24424 and its released code
     i2t = sum(-torch.log(torch.exp(s * u[i] @ p[k, i]) / torch.exp(s * u[i] @ p[k].T).sum())
               for k in range(4) for i in range(B)) / (4 * B)
     t2i = sum(-torch.log(torch.exp(s * p[k, i] @ u[i]) / torch.exp(s * p[k, i] @ u.T).sum())

@@ -14,7 +14,7 @@ def _rand(*shape, seed=0):
 
 
 def _spec(v, t, tn, tv, tt, ttn, s, tau=0.1, base="batch"):
-    """Spec methods.md section 7, written out element by element."""
+    """DeGLA's loss as its paper writes it (arXiv 2504.16801), element by element."""
     B, K, _ = tn.shape
     e = torch.exp
     i2t = 0

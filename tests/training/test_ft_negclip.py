@@ -23,7 +23,7 @@ def test_negclip_hand_computed():
     assert negclip_loss(img, txt, neg, torch.tensor(1.0)).item() == pytest.approx((i2t + t2i) / 2, abs=1e-6)
 
 
-def test_negclip_equals_the_spec_formula():
+def test_negclip_equals_the_papers_formula():
     img, txt, neg = _rand(5, 8, seed=1), _rand(5, 8, seed=2), _rand(3, 8, seed=3)
     s = torch.tensor(10.0)
     u, t, n = (F.normalize(x, dim=-1) for x in (img, txt, neg))
