@@ -43,11 +43,14 @@ def suite_root(winoground_dir, crepe_dir, imagecode_dir, cola_dir, tmp_path_fact
 @pytest.fixture(scope="module")
 def two(tiny_bench, suite_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("torchrun")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(JOB),
-           str(out), str(tiny_bench), str(suite_root)]
+    logs = out / "logs"  # every rank's own stdout and stderr, kept: a failure shows each, not rank 0's alone
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "--log-dir", str(logs), "--redirects", "3", str(JOB), str(out), str(tiny_bench), str(suite_root)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
+    if r.returncode:
+        ranks = "\n".join(f"--- {f.relative_to(logs)}:\n{f.read_text()[-3000:]}" for f in sorted(logs.rglob("*.log")))
+        pytest.fail(f"torchrun exited {r.returncode}\n{ranks}\n--- torchrun:\n{r.stderr[-3000:]}")
     return out
 
 
