@@ -43,13 +43,16 @@ def test_every_number_links_to_the_file_that_holds_it(report):
         value = json.loads((out / "data" / name).read_text())["metrics"][key]
         assert shown == f"{100 * value:.1f}"
     assert (out / "report.md").read_text().count("](data/") == len(links)
-    # each linked number shows the half-width of the 95% interval its file records
-    pms = re.findall(r'<a href="data/([^"]+)" title="[^"]+: metrics\[&#x27;([^&]+)&#x27;\]">[\d.]+</a>'
-                     r'<span class="pm"> ±([\d.]+)</span>', page)
-    assert len(pms) == len(links)
-    for name, key, shown in pms:
+    # each linked number shows the 95% interval its file records: ± its half-width, or [lo, hi]
+    # where it is uneven (Wilson's near 0 or 100)
+    pms = re.findall(r'<a href="data/([^"]+)" title="[^"]+: metrics\[&#x27;([^&]+)&#x27;\]">([\d.]+)</a>'
+                     r'<span class="pm"> (±[\d.]+|\[[\d.]+, [\d.]+\])</span>', page)
+    assert len(pms) == len(links) and any(p[3].startswith("[") for p in pms) and any(p[3].startswith("±") for p in pms)
+    for name, key, value, shown in pms:
         lo, hi = json.loads((out / "data" / name).read_text())["intervals"][key]
-        assert shown == f"{100 * (hi - lo) / 2:.1f}"
+        even = abs((hi - float(value) / 100) - (float(value) / 100 - lo)) < 0.001
+        assert shown == (f"±{100 * (hi - lo) / 2:.1f}" if shown.startswith("±") else f"[{100 * lo:.1f}, {100 * hi:.1f}]")
+        assert shown.startswith("±") or not even
     # SGI's row against global cosine on the same items: the paired difference of the OOD average
     from unbag.reports.compare import paired_mean_difference
     keys = [f"ood/{c}/group" for c in ("color", "size", "material")]

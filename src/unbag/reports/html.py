@@ -18,7 +18,7 @@ from urllib.parse import quote
 from ..benchmarks import Grid
 from ..errors import UnbagError, warn
 from ..utils import atomic_dir, check_out, read_json
-from .table import entry_half, half, labelled, mean_half
+from .table import entry_half, half, labelled, mean_half, spread_text
 
 RESULT_FIELDS = ("model", "protocol", "benchmark", "metrics")  # what every results file holds
 
@@ -176,8 +176,8 @@ def _rows(results: list[Result]) -> dict[tuple[str, str], dict[str, tuple[float,
     return rows
 
 
-def _pm_html(h: float | None) -> str:
-    return "" if h is None else f'<span class="pm"> ±{100 * h:.1f}</span>'
+def _pm_html(v: float, h: float | None) -> str:
+    return "" if h is None else f'<span class="pm">{spread_text(v, h)}</span>'
 
 
 def _cell_html(entry: tuple | None) -> str:
@@ -189,9 +189,9 @@ def _cell_html(entry: tuple | None) -> str:
     if isinstance(v, str):
         return f"<td>{html.escape(v)}</td>"
     if r is None:
-        return f"<td>{100 * v:.1f}{_pm_html(entry_half(entry))}</td>"
+        return f"<td>{100 * v:.1f}{_pm_html(v, entry_half(entry))}</td>"
     tip = html.escape(f"{r.data_name}: metrics['{key}']")
-    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a>{_pm_html(entry_half(entry))}</td>'
+    return f'<td><a href="data/{html.escape(r.data_name)}" title="{tip}">{100 * v:.1f}</a>{_pm_html(v, entry_half(entry))}</td>'
 
 
 _MD_MARKS = str.maketrans({c: "\\" + c for c in "\\`*_[]|~"})
@@ -210,7 +210,7 @@ def _cell_md(entry: tuple | None) -> str:
     v, r = entry[:2]
     if isinstance(v, str):
         return md(v)
-    pm = "" if entry_half(entry) is None else f" ±{100 * entry_half(entry):.1f}"
+    pm = spread_text(v, entry_half(entry))
     return (f"{100 * v:.1f}" if r is None else f"[{100 * v:.1f}](data/{quote(r.data_name)})") + pm
 
 
@@ -535,7 +535,7 @@ def _figure(name: str, caption: str) -> str:
             "</figcaption></figure>")
 
 
-INTERVALS_NOTE = ("± the half-width of the 95% interval (Wilson for a proportion over items, else a seeded "
+INTERVALS_NOTE = ("± the half-width of the 95% interval, [lo, hi] where it is uneven (Wilson for a proportion over items, else a seeded "
                   "bootstrap; an average of categories or benchmarks combines theirs in quadrature; docs/results.md).")
 REPORT_FILES = ("index.html", "report.md", "data", "figures", "explain")  # what a report folder holds
 

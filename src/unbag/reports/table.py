@@ -9,12 +9,41 @@ from rich.table import Table
 from ..benchmarks import BENCHMARKS, Grid, suite_folders, summary
 
 
+class Spread(float):
+    """A half-width that keeps its interval [lo, hi]: it computes as the half-width (averages combine
+    them in quadrature), and it is shown as the interval itself where that is uneven (Wilson's near
+    0 or 100), never as a "±" that reads past 0-100."""
+    lo: float
+    hi: float
+
+    def __new__(cls, lo: float, hi: float) -> "Spread":
+        got = super().__new__(cls, (hi - lo) / 2)
+        got.lo, got.hi = lo, hi
+        return got
+
+
 def half(res: dict, key: str) -> float | None:
-    """The half-width of a metric's recorded 95% interval (None: the file has none)."""
+    """The half-width of a metric's recorded 95% interval, as a `Spread` (None: the file has none)."""
     got = res.get("intervals", {}).get(key)
     if not got or any(x is None or math.isnan(x) for x in got):
         return None
-    return (got[1] - got[0]) / 2
+    return Spread(got[0], got[1])
+
+
+def uneven(v: float, h: float | None) -> tuple[float, float] | None:
+    """The interval of `v` where it is uneven enough to show otherwise than "±h" at one decimal of
+    a percent; None where "±h" says it."""
+    if not isinstance(h, Spread):
+        return None
+    return (h.lo, h.hi) if abs((h.hi - v) - (v - h.lo)) >= 0.001 else None
+
+
+def spread_text(v: float, h: float | None, pm: str = "±") -> str:
+    """What follows a value in %: " ±4.1", or " [0.0, 3.7]" for an uneven interval, or nothing."""
+    if h is None:
+        return ""
+    iv = uneven(v, h)
+    return f" [{100 * iv[0]:.1f}, {100 * iv[1]:.1f}]" if iv else f" {pm}{100 * h:.1f}"
 
 
 def mean_half(halves: list[float | None]) -> float | None:
@@ -34,8 +63,9 @@ def labelled(protocol: str, recipe: str | None) -> str:
 
 
 def pct(v: float, h: float | None = None) -> str:
-    """A value in % with its half-width: "57.0 ±4.1" (no interval: "57.0")."""
-    return f"{100 * v:.1f}" + ("" if h is None else f" ±{100 * h:.1f}")
+    """A value in % with its half-width: "57.0 ±4.1", or its interval where uneven: "0.0 [0.0, 3.7]"
+    (no interval: "57.0")."""
+    return f"{100 * v:.1f}" + spread_text(v, h)
 
 
 def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group")) -> Table:
@@ -57,7 +87,8 @@ def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group
                 row.append("" if v is None else pct(v, half(res, f"{s}/{c}/{m}")))
         t.add_row(*row, end_section=(c == cats[-2]))
     ties = sum(v for k, v in res["ties"].items() if k.startswith("all/all/"))
-    t.caption = (f"{res['n_items']} items; scores in % ± the half-width of their 95% interval, strict '>', ties count as wrong "
+    t.caption = (f"{res['n_items']} items; scores in % ± the half-width of their 95% interval ([lo, hi] where "
+                 "uneven), strict '>', ties count as wrong "
                  f"({ties} tied comparisons-sets over all metrics); chance: text/image 25, group 16.7")
     return t
 
@@ -120,7 +151,7 @@ def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
     for _, title, head, rows in tables:
         cells_ = [[row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
                                      for e in row[2:]]] for row in rows]
-        t = Table(title=f"{title}: % ± half-width of the 95% interval, strict '>' (ties count as wrong)")
+        t = Table(title=f"{title}: % ± half-width of the 95% interval ([lo, hi] where uneven), strict '>' (ties count as wrong)")
         if _width(head, cells_) <= console.width:
             for h in head:
                 t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
@@ -299,7 +330,7 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
             row[0].update(res["metrics"])
             row[1].update({k: half(res, k) for k in res["metrics"]})
     for grid, rows in grids.values():
-        t = Table(title=grid.title + " (± half-width of the 95% interval)")
+        t = Table(title=grid.title + " (± half-width of the 95% interval, [lo, hi] where uneven)")
         for h in ["model", "protocol", *grid.categories, grid.mean_header] + ([grid.joined_title] if grid.joined else []):
             t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
         for (m, p), (mets, halves) in rows.items():
