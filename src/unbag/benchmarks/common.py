@@ -40,8 +40,9 @@ def kept_inside(path: Path, roots: list[Path], where: str, what: str) -> Path:
 
 
 def csv_records(f: Path, need: tuple[str, ...], encoding: str = "utf-8-sig"):
-    """(line, row dict) of a CSV file with a header holding the columns `need`; a quote left open, a row short of the header's columns, an
-    over-long field or bytes that are not UTF-8 stop with the file and line."""
+    """(line, row dict) of a CSV file with a header holding the columns `need`; a quote left open,
+    a row short of the header's columns, an over-long field or bytes that are not UTF-8 stop with
+    the file and line."""
     with open(utils.opened(f), newline="", encoding=encoding) as fh:
         reader, end = csv.DictReader(fh, strict=True), 1
         try:

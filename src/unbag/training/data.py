@@ -457,33 +457,20 @@ def check_data(data: str) -> None:
 
 
 def data_fingerprint(data: str) -> str | None:
-    """A hash of what training data on disk holds: its caption or annotation file by content and
-    each image it names by its target's size and modification time (a rewritten caption or a
-    replaced picture changes it); None for data unbag generates or streams (world, pools by their
-    meta file, webdataset URLs are not read here)."""
-    import hashlib
-    import os
+    """A hash of what training data on disk holds, as a benchmark's files are hashed
+    (`benchmarks.fingerprint`): its caption or annotation file by content and each image it names
+    by its target's size and modification time (a rewritten caption or a replaced picture changes
+    it); a pool by its meta file; None for data unbag generates or streams (world, webdataset)."""
+    from ..benchmarks import fingerprint
 
     spec = parse_data(data)
-    h = hashlib.sha256(spec.kind.encode())
     if spec.kind == "world":
-        if not spec.path:
-            return None
-        h.update(Path(spec.path, "meta.json").read_bytes() if Path(spec.path, "meta.json").is_file() else b"")
-        return h.hexdigest()
+        meta = Path(spec.path, "meta.json")
+        return fingerprint([meta] if meta.is_file() else [], []) if spec.path else None
     if spec.kind not in ("file", "coco", "negatives"):
         return None
     rows = source(spec, 0, 0).rows  # a missing or malformed file is refused here, located
-    with open(opened(spec.path), "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    for path in sorted({os.path.realpath(p) for p, *_ in rows}):
-        try:
-            st = os.stat(path)
-            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-        except OSError:
-            h.update(f"{path}\0missing\0".encode())
-    return h.hexdigest()
+    return fingerprint([opened(spec.path)], [str(p) for p, *_ in rows])
 
 
 def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
