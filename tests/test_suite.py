@@ -1,6 +1,7 @@
 """`unbag suite`: the benchmarks found under a root scored as one plan, the absent ones named,
 one table whose scores and average are recomputed here from the results files."""
 import json
+import re
 import shutil
 
 import pytest
@@ -61,6 +62,14 @@ def test_suite_scores_what_it_finds_and_names_the_rest(suite_root, tmp_path, cap
     assert "suite average" in said and "not comparable" in said.replace("\n", " ")
     report = (out / "report" / "report.md").read_text()
     assert "## The compositionality suite (%)" in report and "## cola" in report
+    # one table in 120 columns; each benchmark's own columns with --detail, in blocks that fit too
+    tables = [line for line in said.splitlines() if str(tmp_path) not in line and str(suite_root) not in line]  # paths unbroken
+    assert max(map(len, tables)) <= 120 and "crepe (crepe:" not in said and "--detail" in said
+    assert main(["suite", "--model", "builtin", "--root", str(suite_root), "--out", str(out), "--quiet", "--detail"]) == 0
+    detail = capsys.readouterr().out
+    assert max(len(line) for line in detail.splitlines() if str(tmp_path) not in line and str(suite_root) not in line) <= 120
+    for name in ("crepe", "cola", "winoground", "naturalbench", "aro-vgr"):  # each one's own table
+        assert re.search(rf"^\s*{re.escape(name)}: %", detail, re.M), name
 
 
 @pytest.mark.slow
@@ -84,7 +93,8 @@ def test_suite_takes_several_protocols(suite_root, tmp_path, capsys):
                  "--quiet"]) == 0
     said = capsys.readouterr().out
     assert {r["protocol"] for r in _results(out)} == {"global", "sgi"}
-    assert "builtin · sgi" in said and "17 are missing" not in said
+    head = next(line for line in said.splitlines() if line.startswith("benchmark"))
+    assert "score % (2 protocols), builtin" in said and "global" in head and "sgi" in head and "17 are missing" not in said
 
 
 def test_a_protocol_that_cannot_apply_says_so_in_its_cell():

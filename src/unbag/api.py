@@ -7,6 +7,7 @@ argument, option, file or field at fault.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
@@ -245,3 +246,130 @@ def compare(a: str | os.PathLike, b: str | os.PathLike, *, metric: str | None = 
     interval, an exact McNemar p-value for right/wrong metrics, the items each gets right that the other misses."""
     from .reports.compare import compare as paired
     return paired(a, b, metric=metric)
+
+
+def report(results: Sequence[str | os.PathLike], out: str | os.PathLike, *, format: str = "html",
+           title: str = "unbag results", intervals: bool = False, baseline: str | None = "global",
+           overwrite: bool = False) -> Path:
+    """Write a report of results files and run folders: `html` (a folder with index.html and
+    report.md; `title`), `latex` (one file of booktabs tables; `intervals`: ± each number's
+    half-width) or `csv` (one tidy file); the path written. `baseline`: the protocol each grid row
+    is compared with, paired over the same items (None: no such column)."""
+    if format == "html":
+        from .reports.html import write_report
+        return write_report(list(results), out, title=title, overwrite=overwrite, baseline=baseline)
+    if format not in ("latex", "csv"):
+        raise UnbagError(f"report format {format!r}: expected html, latex or csv")
+    from .reports.export import write_tables
+    return write_tables(list(results), out, format, intervals, overwrite, baseline)
+
+
+def run(plan: str | os.PathLike, out: str | os.PathLike | None = None, *, device: str | None = None,
+        progress: bool = False) -> list[dict]:
+    """Run a plan file (docs/plans.md): every unfinished cell of its models x benchmarks x
+    protocols, training what it trains first; every cell's results dict. `out` overrides the
+    plan's; a rerun reuses every cell whose inputs are unchanged."""
+    from .run import run_plan
+    return run_plan(plan, str(out) if out else None, progress=progress, device=device or default_device())
+
+
+def run_paper(model: str, coco: str, out: str | os.PathLike = "runs/paper", *, sugarcrepe: str | None = None,
+              bivlc: str | None = None, per_category: int | None = None, steps: int | None = None,
+              batch_size: int | None = None, n: int | None = None, device: str | None = None,
+              progress: bool = False) -> tuple[list[dict], Path]:
+    """The SGI / TFLocal paper's experiment (arXiv 2604.11496) on `model`, trained on COCO
+    (`coco`: ANNOTATIONS:IMAGES), with SugarCrepe (DIR[:IMAGE_ROOT]) and BiVLC (DIR) when given;
+    `steps`, `batch_size` and `n` override every training table's (a quick check). The cells'
+    results and the report folder written in OUT/report."""
+    import tempfile
+
+    from .reports.html import write_report
+    from .run import paper_plan, run_plan
+    if not model or not coco:
+        raise UnbagError("the paper's plan needs a model spec and COCO's captions file and images "
+                         "(ANNOTATIONS:IMAGES)")
+    text = paper_plan(model, coco, sugarcrepe, bivlc, per_category, steps, batch_size, n)
+    with tempfile.TemporaryDirectory() as d:
+        plan = Path(d) / "paper.toml"
+        plan.write_text(text)
+        results = run_plan(plan, str(out), progress=progress, device=device or default_device())
+    return results, write_report([out], Path(out) / "report", title=f"the paper's experiment on {model}")
+
+
+def demo(out: str | os.PathLike = "unbag-demo", *, progress: bool = False) -> tuple[list[dict], Path]:
+    """The main job (the packaged plan plans/demo.toml): the shipped built-in models x protocols on
+    ctrl, plus the report; the cells' results and the report folder."""
+    from .reports.html import write_report
+    from .run import PLANS, run_plan
+    results = run_plan(PLANS / "demo.toml", str(out), progress=progress)
+    return results, write_report([out], Path(out) / "report", title="unbag demo: binding, ID and OOD")
+
+
+@dataclass
+class SuiteRun:
+    """What `suite` scored and what it could not: the cells' results, the suite folders absent
+    from the root (with why), the benchmarks found (name -> spec), those that could not be read
+    (name -> why), the cells a protocol cannot score (benchmark, protocol, why) and the report."""
+    results: list[dict]
+    missing: dict[str, str]
+    found: dict[str, str]
+    failed: dict[str, str]
+    not_applicable: list[tuple[str, str, str]]
+    report: Path | None
+
+
+def suite(model: str, root: str | os.PathLike, protocols: Sequence[str] = ("global",),
+          out: str | os.PathLike = "unbag-suite", *, device: str | None = None, precision: str = "auto",
+          images_outside_root: bool = False, all_items: bool = False, progress: bool = False) -> SuiteRun:
+    """Score every compositionality benchmark found under `root` (ROOT/NAME/, image roots in
+    ROOT/suite.toml; docs/benchmarks.md) with each protocol, into the run folder `out` (a rerun
+    reuses finished cells), and write its report in OUT/report. A benchmark that cannot be read is
+    named in `failed` and the suite goes on. `all_items`: also the readings shown beside the suite
+    (VL-CheckList's every item). Under torchrun only rank 0 gets results and writes the report."""
+    from . import dist
+    from .reports.html import write_report
+    from .suite import absent, not_applicable, run_suite
+    protocols = list(protocols) or ["global"]
+    failed: dict[str, str] = {}
+    results, missing, found = run_suite(model, root, protocols, out, progress=progress,
+                                        device=device or default_device(), precision=precision,
+                                        outside=images_outside_root, all_items=all_items, failed=failed)
+    report = write_report([out], Path(out) / "report", title="unbag suite") if dist.rank() == 0 else None
+    return SuiteRun(results, {f: absent(root, f) for f in missing}, found, failed,
+                    not_applicable(found, protocols), report)
+
+
+def build_world(out: str | os.PathLike, *, seed: int = 0, per_category: int = 400, px: int | None = None,
+                categories: Sequence[str] | None = None, style: str | None = None, procs: int = 1,
+                device: str | None = None, progress: bool = False, overwrite: bool = False) -> Path:
+    """Write a ctrl benchmark to `out` (docs/ctrl-format.md) in the world `style` (None: the
+    default) at `px` (None: the world's size); a folder built from the same recipe is kept unless
+    `overwrite`."""
+    from .world.io import build
+    return build(out, seed=seed, per_category=per_category, px=px, categories=list(categories) if categories else None,
+                 progress=progress, overwrite=overwrite, style=style, procs=procs, device=device)
+
+
+def build_pool(out: str | os.PathLike, data: str = "world@3d:finetuning", *, seed: int = 0, n: int = 4096,
+               px: int | None = None, procs: int = 1, progress: bool = False, overwrite: bool = False) -> Path:
+    """Render samples 0..n-1 of a 3D training stream and their twins once, for `data="pool:OUT"`."""
+    from .world.pool3d import PX_3D, build_pool as build
+    return build(out, data=data, seed=seed, n=n, px=px or PX_3D, procs=procs, progress=progress, overwrite=overwrite)
+
+
+def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", *, n: int = 2, seed: int = 0,
+                  style: str | None = None, overwrite: bool = False) -> Path:
+    """Draw a labelled contact sheet of `n` SWAP items per split x category (a PNG file)."""
+    from .reports.sheet import contact_sheet as draw
+    return draw(out, bench=bench, n=n, seed=seed, style=style, overwrite=overwrite)
+
+
+def negatives(data: str, out: str | os.PathLike, *, types: Sequence[str] | None = None, k: int = 4, n: int = 1000,
+              seed: int = 0, generator: str = "rules", device: str | None = None, progress: bool = False,
+              overwrite: bool = False) -> Path:
+    """Write `k` typed hard negatives per caption of `data` (a world stream, `csv:` or `jsonl:`)
+    in DeGLA's layout, with OUT.meta.json saying how they were made. `generator`: `rules` or
+    `llm:MODEL_DIR` (a local causal LM)."""
+    from .negatives.export import TYPES, export
+    return export(data, out, tuple(types) if types else TYPES, k, n, seed, generator, device or default_device(),
+                  progress=progress, overwrite=overwrite)

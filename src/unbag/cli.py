@@ -64,19 +64,16 @@ def _add_method_options(g: argparse._ArgumentGroup) -> None:
 
 
 def _report(a: argparse.Namespace) -> None:
-    baseline = None if a.baseline == "none" else a.baseline
-    if a.format != "html":
-        from .reports.export import write_tables
-        print(f"{a.format} written to {write_tables(a.results, a.out, a.format, a.intervals, a.overwrite, baseline)}")
-        return
-    from .reports.html import write_report
+    from .api import report
 
-    out = write_report(a.results, a.out, title=a.title, overwrite=a.overwrite, baseline=baseline)
-    print(f"report written to {out}/index.html")
+    out = report(a.results, a.out, format=a.format, title=a.title, intervals=a.intervals, overwrite=a.overwrite,
+                 baseline=None if a.baseline == "none" else a.baseline)
+    print(f"report written to {out}/index.html" if a.format == "html" else f"{a.format} written to {out}")
 
 
 def _compare(a: argparse.Namespace) -> None:
-    from .reports.compare import compare, print_comparison
+    from .api import compare
+    from .reports.compare import print_comparison
 
     c = compare(a.a, a.b, metric=a.metric)
     if a.json:
@@ -87,84 +84,56 @@ def _compare(a: argparse.Namespace) -> None:
 
 
 def _negatives(a: argparse.Namespace) -> None:
-    from .negatives.export import export
+    from .api import negatives
 
-    types = tuple(t.strip() for t in a.types.split(",") if t.strip())
-    from .api import default_device
-
-    out = export(a.data, a.out, types, a.k, a.n, a.seed, a.generator, a.device or default_device(),
-                 progress=not a.quiet, overwrite=a.overwrite)
+    out = negatives(a.data, a.out, types=[t.strip() for t in a.types.split(",") if t.strip()], k=a.k, n=a.n,
+                    seed=a.seed, generator=a.generator, device=a.device, progress=not a.quiet, overwrite=a.overwrite)
     print(f"negatives written to {out}")
-
-
-def _run(a: argparse.Namespace) -> None:
-    from .api import default_device
-    from .run import print_matrix, run_plan
-
-    if a.plan == "paper":  # the packaged paper's plan, filled in (docs/plans.md)
-        _run_paper(a)
-        return
-    given = [f"--{k.replace('_', '-')}" for k in PAPER_OPTIONS if getattr(a, k) is not None]
-    if given:
-        raise UnbagError(f"{', '.join(given)}: for `unbag run paper` (a plan file says its own)")
-    results = run_plan(a.plan, a.out, progress=not a.quiet, device=a.device or default_device())
-    print_matrix(results)
 
 
 PAPER_OPTIONS = ("model", "coco", "sugarcrepe", "bivlc", "per_category", "steps", "batch_size", "n")
 
 
-def _run_paper(a: argparse.Namespace) -> None:
-    import tempfile
-    from pathlib import Path
+def _run(a: argparse.Namespace) -> None:
+    from .api import run, run_paper
+    from .reports.table import print_matrix
 
-    from .api import default_device
-    from .reports.html import write_report
-    from .run import paper_plan, print_matrix, run_plan
-
-    if not a.model or not a.coco:
-        raise UnbagError("unbag run paper needs --model SPEC and --coco ANNOTATIONS:IMAGES (COCO's captions file "
-                         "and its images)")
-    text = paper_plan(a.model, a.coco, a.sugarcrepe, a.bivlc, a.per_category, a.steps, a.batch_size, a.n)
-    out = a.out or "runs/paper"
-    with tempfile.TemporaryDirectory() as d:
-        plan = Path(d) / "paper.toml"
-        plan.write_text(text)
-        results = run_plan(plan, out, progress=not a.quiet, device=a.device or default_device())
-    print_matrix(results)
-    report = write_report([out], Path(out) / "report", title=f"the paper's experiment on {a.model}")
-    print(f"report at {report}/index.html (the paper's own numbers beside yours where it measured this model)")
+    if a.plan == "paper":  # the packaged paper's plan, filled in (docs/plans.md)
+        if not a.model or not a.coco:
+            raise UnbagError("unbag run paper needs --model SPEC and --coco ANNOTATIONS:IMAGES (COCO's captions "
+                             "file and its images)")
+        results, report = run_paper(a.model, a.coco, a.out or "runs/paper", device=a.device, progress=not a.quiet,
+                                    **{k: getattr(a, k) for k in PAPER_OPTIONS[2:]})
+        print_matrix(results)
+        print(f"report at {report}/index.html (the paper's own numbers beside yours where it measured this model)")
+        return
+    given = [f"--{k.replace('_', '-')}" for k in PAPER_OPTIONS if getattr(a, k) is not None]
+    if given:
+        raise UnbagError(f"{', '.join(given)}: for `unbag run paper` (a plan file says its own)")
+    print_matrix(run(a.plan, a.out, device=a.device, progress=not a.quiet))
 
 
 def _suite(a: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from . import benchmarks, dist
-    from .api import default_device
-    from .reports.html import write_report
-    from .reports.table import print_suite
-    from .run import print_matrix
-    from .suite import absent, not_applicable, run_suite
+    from .api import suite
+    from .reports.table import print_matrix, print_suite
 
-    protocols = a.protocol or ["global"]
-    failed: dict[str, str] = {}
-    results, missing, found = run_suite(a.model, a.root, protocols, a.out, progress=not a.quiet,
-                                        device=a.device or default_device(), precision=a.precision,
-                                        outside=a.images_outside_root, all_items=a.all_items, failed=failed)
+    got = suite(a.model, a.root, a.protocol or ["global"], a.out, device=a.device, precision=a.precision,
+                images_outside_root=a.images_outside_root, all_items=a.all_items, progress=not a.quiet)
     if dist.rank() != 0:
         return
-    print_matrix(results)  # each benchmark's own table, in its official columns
-    print_suite([(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results],
-                tuple(not_applicable(found, protocols)))
+    if a.detail:
+        print_matrix(got.results)  # each benchmark's own table, in its official columns
+    print_suite([(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in got.results], tuple(got.not_applicable))
     folders = benchmarks.suite_folders()
-    for folder in missing:
+    for folder, why in got.missing.items():
         names = folders[folder]
-        print(f"{absent(a.root, folder)} ({', '.join(names)}); get it from "
-              f"{benchmarks.BENCHMARKS[names[0]].release} (docs/benchmarks.md#{folder})")
-    for name, why in failed.items():
+        print(f"{why} ({', '.join(names)}); get it from {benchmarks.BENCHMARKS[names[0]].release} "
+              f"(docs/benchmarks.md#{folder})")
+    for name, why in got.failed.items():
         print(f"not scored: {name}: {why}")
-    report = write_report([a.out], Path(a.out) / "report", title="unbag suite")
-    print(f"results in {a.out}/results/, report at {report}/index.html")
+    print(f"results in {a.out}/results/, report at {got.report}/index.html"
+          + ("" if a.detail else " (each benchmark's own columns there, or with --detail)"))
 
 
 def _features(a: argparse.Namespace) -> None:
@@ -179,16 +148,16 @@ def _features(a: argparse.Namespace) -> None:
 
 
 def _world_build(a: argparse.Namespace) -> None:
-    from .world.io import build
+    from .api import build_world
 
-    out = build(a.out, seed=a.seed, per_category=a.per_category, px=a.size,
-                categories=a.categories.split(",") if a.categories else None, progress=not a.quiet,
-                overwrite=a.overwrite, style=a.style, procs=a.procs, device=a.device)
+    out = build_world(a.out, seed=a.seed, per_category=a.per_category, px=a.size, style=a.style, procs=a.procs,
+                      categories=a.categories.split(",") if a.categories else None, device=a.device,
+                      progress=not a.quiet, overwrite=a.overwrite)
     print(f"benchmark in {out}")  # written, or kept where it was up to date (build says which)
 
 
 def _world_pool(a: argparse.Namespace) -> None:
-    from .world.pool3d import build_pool
+    from .api import build_pool
 
     out = build_pool(a.out, data=a.data, seed=a.seed, n=a.n, px=a.size, procs=a.procs, progress=not a.quiet,
                      overwrite=a.overwrite)
@@ -196,7 +165,7 @@ def _world_pool(a: argparse.Namespace) -> None:
 
 
 def _world_show(a: argparse.Namespace) -> None:
-    from .reports.sheet import contact_sheet
+    from .api import contact_sheet
 
     out = contact_sheet(a.out, bench=a.bench, n=a.n, seed=a.seed, style=a.style, overwrite=a.overwrite)
     print(f"contact sheet written to {out}")
@@ -286,15 +255,11 @@ def _export(a: argparse.Namespace) -> None:
 
 
 def _demo(a: argparse.Namespace) -> None:
-    from pathlib import Path
+    from .api import demo
+    from .reports.table import print_matrix
 
-    from .reports.html import write_report
-    from .run import print_matrix, run_plan
-
-    plan = Path(__file__).resolve().parent / "plans" / "demo.toml"
-    results = run_plan(plan, a.out, progress=not a.quiet)
+    results, report = demo(a.out, progress=not a.quiet)
     print_matrix(results)
-    report = write_report([a.out], Path(a.out) / "report", title="unbag demo: binding, ID and OOD")
     print(f"results in {a.out}/results/, report at {report}/index.html")
 
 
@@ -500,6 +465,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     su.add_argument("--all-items", action="store_true", help="also score the readings shown beside the suite and "
                     "never averaged: VL-CheckList's every item (the suite's VL-CheckList is the official ITC run's, "
                     "each file's first 1,000 items: vl-checklist-1k)")
+    su.add_argument("--detail", action="store_true", help="also print each benchmark's own table in its official "
+                    "columns (wide ones in blocks of columns; the report always has them)")
     su.add_argument("--device", default=None, help="cuda | cpu (default: cuda when available)")
     su.add_argument("--quiet", action="store_true")
     su.set_defaults(fn=_suite)

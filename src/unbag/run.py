@@ -566,17 +566,6 @@ def _trained_config(out: Path) -> dict | None:
     return None
 
 
-def print_matrix(results: list[dict]) -> None:
-    """The matrix of each grid (ctrl's: rows = model x protocol; columns = group score per
-    category, ID/OOD, and retrieval R@1), then one table per other benchmark, as each declares
-    (benchmarks.Summary)."""
-    from .reports.table import print_grids, print_summaries
-
-    cells = [(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results]
-    print_grids(cells)
-    print_summaries(cells)
-
-
 PLANS = Path(__file__).parent / "plans"
 
 

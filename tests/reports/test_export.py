@@ -48,8 +48,8 @@ def test_latex_has_a_booktabs_table_per_benchmark_with_the_best_in_bold(results,
     tex = out.read_text()
     assert tex.count(r"\begin{table}") == 2 and tex.count(r"\toprule") == 2 and r"\bottomrule" in tex
     # SGI is best in every column: its OOD color (0.80) bold, global's (0.30) not
-    # intervals [v - 5, v + 4]: uneven, shown as they are
-    assert r"\textbf{80.0}{\scriptsize[75.0, 84.0]}" in tex and r"\textbf{30.0}" not in tex
+    # intervals [v - 5, v + 4]: uneven, shown as their two sides
+    assert r"\textbf{80.0}$^{+4.0}_{-5.0}$" in tex and r"\textbf{30.0}" not in tex
     assert r"SGI [unbag's]" in tex and "SGI-paper [paper]" in tex and "global [paper]" in tex
     plain = write_tables([results], tmp_path / "plain.tex", "latex").read_text()
     assert r"\pm" not in plain.split(r"\begin{table}", 1)[1].split(r"\caption")[0]
@@ -206,8 +206,8 @@ def test_uneven_intervals_are_shown_as_they_are_in_every_output():
     from unbag.reports.table import half, mean_half, pct
 
     res = {"intervals": {"hi": [0.982, 1.0], "lo": [0.0, 0.018], "mid": [0.45, 0.55]}}
-    assert pct(1.0, half(res, "hi")) == "100.0 [98.2, 100.0]"  # never "100.0 ±0.9", which reads past 100
-    assert pct(0.0, half(res, "lo")) == "0.0 [0.0, 1.8]" and pct(0.5, half(res, "mid")) == "50.0 ±5.0"
-    assert _pm_html(1.0, half(res, "hi")) == '<span class="pm"> [98.2, 100.0]</span>'
-    assert _cell_md((0.0, None, "lo", half(res, "lo"))) == "0.0 [0.0, 1.8]"
+    assert pct(1.0, half(res, "hi")) == "100.0 +0.0/-1.8"  # never "100.0 ±0.9", which reads past 100
+    assert pct(0.0, half(res, "lo")) == "0.0 +1.8/-0.0" and pct(0.5, half(res, "mid")) == "50.0 ±5.0"
+    assert _pm_html(1.0, half(res, "hi")) == '<span class="pm"> +0.0/-1.8</span>'
+    assert _cell_md((0.0, None, "lo", half(res, "lo"))) == "0.0 +1.8/-0.0"
     assert mean_half([half(res, "hi"), half(res, "lo")]) == pytest.approx((0.009 ** 2 * 2) ** 0.5 / 2)  # still a half-width

@@ -43,15 +43,17 @@ def test_every_number_links_to_the_file_that_holds_it(report):
         value = json.loads((out / "data" / name).read_text())["metrics"][key]
         assert shown == f"{100 * value:.1f}"
     assert (out / "report.md").read_text().count("](data/") == len(links)
-    # each linked number shows the 95% interval its file records: ± its half-width, or [lo, hi]
-    # where it is uneven (Wilson's near 0 or 100)
+    # each linked number shows the 95% interval its file records: ± its half-width, or its two
+    # sides +a/-b where it is uneven (Wilson's near 0 or 100)
     pms = re.findall(r'<a href="data/([^"]+)" title="[^"]+: metrics\[&#x27;([^&]+)&#x27;\]">([\d.]+)</a>'
-                     r'<span class="pm"> (±[\d.]+|\[[\d.]+, [\d.]+\])</span>', page)
-    assert len(pms) == len(links) and any(p[3].startswith("[") for p in pms) and any(p[3].startswith("±") for p in pms)
+                     r'<span class="pm"> (±[\d.]+|\+[\d.]+/-[\d.]+)</span>', page)
+    assert len(pms) == len(links) and any(p[3].startswith("+") for p in pms) and any(p[3].startswith("±") for p in pms)
     for name, key, value, shown in pms:
         lo, hi = json.loads((out / "data" / name).read_text())["intervals"][key]
+        v = json.loads((out / "data" / name).read_text())["metrics"][key]
         even = abs((hi - float(value) / 100) - (float(value) / 100 - lo)) < 0.001
-        assert shown == (f"±{100 * (hi - lo) / 2:.1f}" if shown.startswith("±") else f"[{100 * lo:.1f}, {100 * hi:.1f}]")
+        assert shown == (f"±{100 * (hi - lo) / 2:.1f}" if shown.startswith("±")
+                         else f"+{max(0, 100 * (hi - v)):.1f}/-{max(0, 100 * (v - lo)):.1f}")
         assert shown.startswith("±") or not even
     # SGI's row against global cosine on the same items: the paired difference of the OOD average
     from unbag.reports.compare import paired_mean_difference
@@ -134,7 +136,7 @@ def every_benchmark(request, tmp_path_factory):
 @pytest.mark.slow
 def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsys):
     from unbag import benchmarks
-    from unbag.run import print_matrix
+    from unbag.reports.table import print_matrix
     results, out, _ = every_benchmark
     page, md = (out / "index.html").read_text(), (out / "report.md").read_text()
     links = re.findall(r'<a href="data/([^"]+)" title="([^"]+): metrics\[&#x27;([^&]+)&#x27;\]">([\d.]+)</a>', page)
@@ -143,13 +145,14 @@ def test_report_shows_every_benchmark_with_linked_numbers(every_benchmark, capsy
     linked = {(name, key) for name, _, key, _ in links}
     print_matrix(results)
     printed = capsys.readouterr().out
+    assert max(map(len, printed.splitlines())) <= 120  # every benchmark's table fits the terminal
     for r in results:  # every declared headline metric of every cell is in the page, linked, and printed
         s = benchmarks.summary(r["benchmark"]["name"])
         cell = Path(r["cell"]["file"]).name
         if s.grid is not None:  # its grid's table: every category score or joined column, linked and printed
             g = s.grid
             assert f"<h2>{g.name}: {g.metric} score by category" in page and f"## {g.name}\n" in md
-            assert g.title in printed
+            assert all(f"{g.name}, {w}" in printed for w in ("in-distribution", "out-of-distribution"))
             keys = [g.key(sp, c) for sp in g.splits for c in g.categories] + [k for _, k in g.joined]
             shown = [k for k in keys if k in r["metrics"]]
             assert shown and all((cell, k) in linked for k in shown), (cell, shown)

@@ -110,7 +110,7 @@ def _ctrl_retrieval(path: str, world: str | None, seed: int):
 
 
 CTRL_GRID = Grid(
-    "ctrl", "group score % (ID / OOD) on ctrl; retrieval R@1 % (image->text / text->image)", CATEGORIES,
+    "ctrl", CATEGORIES,
     average=CATEGORIES[:3], chance=1 / 6,
     note="Strict '>': ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
          "(image->text, text->image), ties against the model.",

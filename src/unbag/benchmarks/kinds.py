@@ -14,13 +14,12 @@ class Grid:
     `joined` from the results of benchmarks that share the grid (ctrl-retrieval's recall); a bar
     chart per category and an ID-vs-OOD scatter over `average`."""
     name: str  # the section's name in reports
-    title: str  # the terminal table's title
     categories: tuple[str, ...]
     average: tuple[str, ...]  # the categories of the OOD mean column
     chance: float  # of `metric`, drawn in the charts
     note: str  # what the numbers are, under the tables
     joined: tuple[tuple[str, str], ...] = ()  # (header, metric key) from the grid's other benchmarks
-    joined_title: str = ""  # the terminal's one column of the joined values, "a / b"
+    joined_title: str = ""  # the title of the joined values' table
     splits: tuple[str, ...] = ("id", "ood")
     metric: str = "group"
     metrics: tuple[str, ...] = ()  # every metric its cells hold (ctrl: text, image, group); (): `metric` alone

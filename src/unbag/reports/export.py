@@ -17,7 +17,7 @@ from pathlib import Path
 from ..utils import atomic_write, check_file_out
 from .html import Result, collect, grids, main_table
 from .published import published
-from .table import entry_half, summary_tables, uneven
+from .table import entry_half, sides, summary_tables, uneven
 
 LATEX_MARK = "% written by unbag report --format latex"
 CSV_FIELDS = ("model", "protocol", "recipe", "benchmark", "spec", "metric", "value", "lo", "hi", "interval_method",
@@ -39,9 +39,11 @@ def _number(entry) -> float | None:
 
 
 def _tex_spread(v: float, h: float) -> str:
-    """±h in small type, or the interval itself where it is uneven."""
+    """±h in small type, or the interval's two sides $^{+a}_{-b}$ where it is uneven."""
     iv = uneven(v, h)
-    return rf"{{\scriptsize[{100 * iv[0]:.1f}, {100 * iv[1]:.1f}]}}" if iv else rf"{{\scriptsize$\pm${100 * h:.1f}}}"
+    if iv:
+        return r"$^{{+{:.1f}}}_{{-{:.1f}}}$".format(*sides(v, iv))
+    return rf"{{\scriptsize$\pm${100 * h:.1f}}}"
 
 
 def latex_table(caption: str, head: list[str], body: list[list], intervals: bool, label: str) -> str:
@@ -82,12 +84,12 @@ def latex(results: list[Result], intervals: bool = False, baseline: str | None =
         head, body = main_table(rows, grid, baseline)
         splits = " / ".join(s.upper() for s in grid.splits)
         cap = f"{grid.name}: {grid.metric} score by category (%, {splits}). {grid.note}" + (
-            " ± the half-width of the 95% interval ([lo, hi] where it is uneven)." if intervals else "")
+            " ± the half-width of the 95% interval (+a/-b, its two sides, where it is uneven)." if intervals else "")
         out.append(latex_table(cap, head, body, intervals, f"tab:unbag-{grid.name}"))
     cells = [(r.model, r.protocol, r.res, r) for r in results]
     for k, (name, title, head, rows) in enumerate(summary_tables(cells)):
         cap = f"{title} (%; strict '>', ties count as wrong unless a column says official)" + (
-            "; ± the half-width of the 95% interval ([lo, hi] where it is uneven)" if intervals else "") + "."
+            "; ± the half-width of the 95% interval (+a/-b, its two sides, where it is uneven)" if intervals else "") + "."
         out.append(latex_table(cap, head, rows, intervals, f"tab:unbag-{name}"))
     return "\n\n".join(out) + "\n"
 

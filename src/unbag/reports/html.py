@@ -535,8 +535,9 @@ def _figure(name: str, caption: str) -> str:
             "</figcaption></figure>")
 
 
-INTERVALS_NOTE = ("± the half-width of the 95% interval, [lo, hi] where it is uneven (Wilson for a proportion over items, else a seeded "
-                  "bootstrap; an average of categories or benchmarks combines theirs in quadrature; docs/results.md).")
+INTERVALS_NOTE = ("± the half-width of the 95% interval, +a/-b (its two sides) where it is uneven (Wilson for a "
+                  "proportion over items, else a seeded bootstrap; an average of categories or benchmarks combines "
+                  "theirs in quadrature; docs/results.md).")
 REPORT_FILES = ("index.html", "report.md", "data", "figures", "explain")  # what a report folder holds
 
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -11,8 +13,8 @@ from ..benchmarks import BENCHMARKS, Grid, suite_folders, summary
 
 class Spread(float):
     """A half-width that keeps its interval [lo, hi]: it computes as the half-width (averages combine
-    them in quadrature), and it is shown as the interval itself where that is uneven (Wilson's near
-    0 or 100), never as a "±" that reads past 0-100."""
+    them in quadrature), and it is shown as its two sides "+a/-b" where the interval is uneven
+    (Wilson's near 0 or 100), never as a "±" that reads past 0-100."""
     lo: float
     hi: float
 
@@ -38,12 +40,17 @@ def uneven(v: float, h: float | None) -> tuple[float, float] | None:
     return (h.lo, h.hi) if abs((h.hi - v) - (v - h.lo)) >= 0.001 else None
 
 
+def sides(v: float, iv: tuple[float, float]) -> tuple[float, float]:
+    """How far an interval reaches above and below `v`, in points (never negative)."""
+    return max(0.0, 100 * (iv[1] - v)), max(0.0, 100 * (v - iv[0]))
+
+
 def spread_text(v: float, h: float | None, pm: str = "±") -> str:
-    """What follows a value in %: " ±4.1", or " [0.0, 3.7]" for an uneven interval, or nothing."""
+    """What follows a value in %: " ±4.1", or " +3.7/-0.0" for an uneven interval (its sides), or nothing."""
     if h is None:
         return ""
     iv = uneven(v, h)
-    return f" [{100 * iv[0]:.1f}, {100 * iv[1]:.1f}]" if iv else f" {pm}{100 * h:.1f}"
+    return " +{:.1f}/-{:.1f}".format(*sides(v, iv)) if iv else f" {pm}{100 * h:.1f}"
 
 
 def mean_half(halves: list[float | None]) -> float | None:
@@ -51,6 +58,8 @@ def mean_half(halves: list[float | None]) -> float | None:
     has none). Used for an average of categories or benchmarks, whose items are disjoint."""
     if not halves or any(h is None for h in halves):
         return None
+    if len(halves) == 1:
+        return halves[0]  # one estimate: its own interval, uneven or not
     return math.sqrt(sum(h * h for h in halves)) / len(halves)
 
 
@@ -63,7 +72,7 @@ def labelled(protocol: str, recipe: str | None) -> str:
 
 
 def pct(v: float, h: float | None = None) -> str:
-    """A value in % with its half-width: "57.0 ±4.1", or its interval where uneven: "0.0 [0.0, 3.7]"
+    """A value in % with its half-width: "57.0 ±4.1", or its sides where uneven: "0.0 +3.7/-0.0"
     (no interval: "57.0")."""
     return f"{100 * v:.1f}" + spread_text(v, h)
 
@@ -87,7 +96,7 @@ def results_table(res: dict, metrics: tuple[str, ...] = ("text", "image", "group
                 row.append("" if v is None else pct(v, half(res, f"{s}/{c}/{m}")))
         t.add_row(*row, end_section=(c == cats[-2]))
     ties = sum(v for k, v in res["ties"].items() if k.startswith("all/all/"))
-    t.caption = (f"{res['n_items']} items; scores in % ± the half-width of their 95% interval ([lo, hi] where "
+    t.caption = (f"{res['n_items']} items; scores in % ± the half-width of their 95% interval (+a/-b where "
                  "uneven), strict '>', ties count as wrong "
                  f"({ties} tied comparisons-sets over all metrics); chance: text/image 25, group 16.7")
     return t
@@ -98,7 +107,7 @@ def print_results(res: dict) -> None:
     'subset/metric' listing."""
     grid = summary(res["benchmark"]["name"]).grid
     if grid is not None and grid.holds(res["metrics"]):
-        Console(width=max(150, Console().width)).print(results_table(res))
+        console().print(results_table(res))
         return
     print(f"{res['benchmark']['spec']} · {res['model']} · protocol {res['protocol']} ({res['n_items']} items)")
     for k, v in res["metrics"].items():
@@ -143,32 +152,53 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
 
 
 def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
-    """The summary tables on the terminal (%, as in the report); a table wider than the terminal
-    (CREPE's 232 subsets) is turned on its side: a row per metric, a column per model and protocol."""
-    console = Console(width=max(150, Console().width))
+    """The summary tables on the terminal (%, as in the report), each in WIDTH columns: as it is
+    where it fits, else on its side (a row per metric, a column per model and protocol: CREPE's 232
+    subsets) where that fits, else in blocks of its columns, each block repeating the row names."""
     general = general_ability(cells)
     tables = summary_tables(cells) + ([("", "general ability (zero-shot top-1)", *general)] if general else [])
-    for _, title, head, rows in tables:
+    for name, title, head, rows in tables:
         cells_ = [[row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
                                      for e in row[2:]]] for row in rows]
-        t = Table(title=f"{title}: % ± half-width of the 95% interval ([lo, hi] where uneven), strict '>' (ties count as wrong)")
-        if _width(head, cells_) <= console.width:
-            for h in head:
-                t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
-            for row in cells_:
-                t.add_row(*row)
-        else:
-            t.add_column("metric")
-            for row in cells_:
-                t.add_column(f"{row[0]} · {row[1]}", justify="right")
-            for k, h in enumerate(head[2:], 2):
-                t.add_row(h, *[row[k] for row in cells_])
-        console.print(t)
+        # the title is the benchmark's name; where it was read from (paths are long) goes under the table
+        print_blocks(f"{name or title}: %", head, cells_, 2, caption=NOTE + (f". {title}" if name else ""))
+
+
+NOTE = "± the half-width of the 95% interval, +a/-b where uneven; strict '>', ties count as wrong"
+
+
+def print_blocks(title: str, head: list[str], rows: list[list[str]], fixed: int, caption: str = NOTE) -> None:
+    """A table of text cells in WIDTH columns: whole where it fits; on its side (the value columns
+    as rows) where that fits; else in blocks of value columns that fit, the first `fixed` columns
+    (the row names) repeated in each."""
+    out = console()
+    if _width(head, rows) > out.width:
+        side_head = [" · ".join(head[:fixed]) or "metric", *[" · ".join(r[:fixed]) for r in rows]]
+        side = [[h, *[r[k] for r in rows]] for k, h in enumerate(head[fixed:], fixed)]
+        if _width(side_head, side) <= out.width:
+            head, rows, fixed = side_head, side, 1
+    chunks: list[list[int]] = [[]]
+    for k in range(fixed, len(head)):
+        if chunks[-1] and _width([head[j] for j in [*range(fixed), *chunks[-1], k]],
+                                 [[r[j] for j in [*range(fixed), *chunks[-1], k]] for r in rows]) > out.width:
+            chunks.append([])
+        chunks[-1].append(k)
+    for n, chunk in enumerate(chunks, 1):
+        part = f" (columns {n} of {len(chunks)})" if len(chunks) > 1 else ""
+        t = compact(title + part)
+        for j in [*range(fixed), *chunk]:
+            t.add_column(head[j], justify="left" if j < fixed else "right")
+        for r in rows:
+            t.add_row(*[r[j] for j in [*range(fixed), *chunk]])
+        out.print(t)
+    if caption:  # under the table, in WIDTH columns (a caption would wrap to a narrow table's width)
+        print(textwrap.fill(caption, WIDTH, break_long_words=False, break_on_hyphens=False))
 
 
 def _width(head: list[str], rows: list[list[str]]) -> int:
-    """The characters a table of these cells needs (rich's borders and padding: 3 a column)."""
-    return 1 + sum(3 + max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(head))
+    """The characters a `compact` table of these cells needs (2 between columns; a header's longest line)."""
+    return sum(max([len(line) for line in h.split("\n")] + [len(r[k]) for r in rows]) for k, h in enumerate(head)) \
+        + 2 * (len(head) - 1)
 
 
 def entry_half(entry: tuple | None) -> float | None:
@@ -302,49 +332,138 @@ def placements(cells: list[tuple[str, str, dict, object]]) -> list[str]:
 
 
 def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) -> None:
-    """The suite table on the terminal (%)."""
+    """The suite's one table on the terminal (%): a row per benchmark with its score, what the score
+    is, its items and a column per model and protocol, then the suite average; the vl_compo
+    placements below. Each benchmark's own columns are in the report (or `unbag suite --detail`)."""
     made = suite_table(cells, absent)
     if made is None:
         return
     head, rows, note = made
-    t = Table(title="the compositionality suite: each benchmark's score (%), official columns where they differ")
-    for h in head:
-        t.add_column(h, justify="left" if h in ("benchmark", "score") else "right")
-    for n, row in enumerate(rows):
-        t.add_row(row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
-                                    for e in row[2:]], end_section=n + 1 < len(rows) and rows[n + 1][0] == "suite average")
-    t.caption = note
-    Console(width=max(150, Console().width)).print(t)
+    items = suite_items(cells)
+    texts = [[row[0], _short(row[1]), items.get(row[0], ""),
+              *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e)) for e in row[2:]]]
+             for row in rows]
+    models = {c[0] for c in cells}
+    title = "the compositionality suite: each benchmark's score %"
+    cols = [h.split(" · ", 1) for h in head[2:]]
+    if len(models) == 1:  # the model in the title, the protocols as headers
+        n = f" ({len(cols)} protocols)" if len(cols) > 1 else ""
+        title, cols = f"{title}{n}, {next(iter(models))}", [[p] for _, p in cols]
+    print_blocks(title, [head[0], head[1], "items", *["\n".join(fold(" · ".join(c))) for c in cols]],
+                 texts, 3, caption=NOTE + ". " + note)
     for line in placements(cells):
-        print(line)
+        print(textwrap.fill(line, WIDTH, subsequent_indent="  "))
+
+
+def fold(text: str, most: int = 24) -> list[str]:
+    """A header in lines of at most `most` characters, broken at spaces, else after : @ / -."""
+    lines = textwrap.wrap(text, most, break_long_words=False, break_on_hyphens=True)
+    out = []
+    for line in lines:
+        while len(line) > most:
+            cut = max((line.rfind(ch, 0, most) for ch in ":@/-"), default=-1)
+            cut = cut + 1 if cut > 0 else most
+            out.append(line[:cut])
+            line = line[cut:]
+        out.append(line)
+    return out
+
+
+def suite_items(cells: list[tuple[str, str, dict, object]]) -> dict[str, str]:
+    """Per suite row (a folder), the items its parts scored, as text ("2,000"; several counts where
+    columns scored different numbers)."""
+    per: dict[str, dict[tuple[str, str], int]] = {}
+    for m, p, res, _ in cells:
+        k = BENCHMARKS.get(res["benchmark"]["name"])
+        folder = getattr(k, "suite", None)
+        if folder and res.get("n_items") is not None:
+            row = f"{folder} ({res['benchmark']['name']}, beside)" if k.suite_extra else folder
+            col = per.setdefault(row, {})
+            col[(m, p)] = col.get((m, p), 0) + res["n_items"]
+    return {row: " / ".join(f"{n:,}" for n in sorted(set(got.values()))) for row, got in per.items()}
+
+
+def _short(what: str, most: int = 36) -> str:
+    """What a suite score averages, for the terminal: as `_averaged` says it where that is short,
+    else how many things it averages ("mean of 4"; the report names them)."""
+    if len(what) <= most:
+        return what
+    head, partial = what.split(" (partial", 1) if " (partial" in what else (what, "")
+    n = len(head.removeprefix("mean of ").split(", "))
+    return f"mean of {n}" + (" (partial)" if partial else "")
+
+
+WIDTH = 120  # the terminal tables are laid out to fit this many columns (wider terminals: as wide)
+
+
+def console() -> Console:
+    """The terminal's console, at least WIDTH columns wide (rich assumes 80 when output is piped)."""
+    return Console(width=max(WIDTH, Console().width))
+
+
+def compact(title: str) -> Table:
+    """A table with two spaces between columns and no outer frame: the most numbers in WIDTH columns."""
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
 
 
 def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
-    """Per grid the cells' benchmarks declare (ctrl's), its matrix on the terminal: rows = model x
-    protocol; a column per category (ID / OOD), the OOD mean, then the joined columns ("a / b")."""
+    """Per grid the cells' benchmarks declare (ctrl's), its matrix on the terminal in WIDTH columns:
+    a table per split (rows = model x protocol, a column per category, the last split's mean),
+    then the joined columns of the rows that have them (ctrl-retrieval's recall). A protocol that is
+    unbag's own recipe is marked "*" (named in the caption)."""
     grids: dict[str, tuple[Grid, dict]] = {}
+    own = False
     for m, p, res, _ in cells:
         g = summary(res["benchmark"]["name"]).grid
         if g is not None:
-            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, labelled(p, res.get("recipe"))), ({}, {}))
+            mine = res.get("recipe") == "unbag"
+            own |= mine
+            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, p + ("*" if mine else "")), ({}, {}))
             row[0].update(res["metrics"])
             row[1].update({k: half(res, k) for k in res["metrics"]})
+    mark = "; * unbag's own recipe (unmarked: the paper's)" if own else ""
+    out = console()
     for grid, rows in grids.values():
-        t = Table(title=grid.title + " (± half-width of the 95% interval, [lo, hi] where uneven)")
-        for h in ["model", "protocol", *grid.categories, grid.mean_header] + ([grid.joined_title] if grid.joined else []):
-            t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
-        for (m, p), (mets, halves) in rows.items():
-            cells_ = [_joined([(mets.get(k), halves.get(k)) for k in (grid.key(s, c) for s in grid.splits)])
-                      for c in grid.categories]
-            mean = grid.mean(mets, grid.splits[-1])
-            h = mean_half([halves.get(grid.key(grid.splits[-1], c)) for c in grid.average])
-            cells_.append("" if mean is None else pct(mean, h))
-            if grid.joined:
-                cells_.append(_joined([(mets.get(k), halves.get(k)) for _, k in grid.joined]))
-            t.add_row(m, p, *cells_)
-        Console(width=max(170, Console().width)).print(t)
+        for split in grid.splits:
+            names = {"id": "in-distribution (ID)", "ood": "out-of-distribution (OOD)"}
+            t = compact(f"{grid.name}, {names.get(split, split)}: {grid.metric} score %")
+            last = split == grid.splits[-1]
+            mean_header = "avg " + "/".join(c[0] for c in grid.average)  # the title names the split
+            for h in ["model", "protocol", *grid.categories] + ([mean_header] if last else []):
+                t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
+            for (m, p), (mets, halves) in rows.items():
+                if not any(grid.key(split, c) in mets for c in grid.categories):
+                    continue
+                cells_ = [_value(mets, halves, grid.key(split, c)) for c in grid.categories]
+                if last:
+                    mean = grid.mean(mets, split)
+                    h = mean_half([halves.get(grid.key(split, c)) for c in grid.average])
+                    cells_.append("" if mean is None else pct(mean, h))
+                t.add_row(m, p, *cells_)
+            if t.row_count:
+                t.caption = ("± the half-width of the 95% interval, +a/-b where uneven; strict '>', ties count as "
+                             f"wrong; chance {100 * grid.chance:.1f}" + mark)
+                out.print(t)
+        if grid.joined:
+            t = compact(f"{grid.name}: {grid.joined_title} %")
+            for h in ["model", "protocol", *[h for h, _ in grid.joined]]:
+                t.add_column(h, justify="left" if h in ("model", "protocol") else "right")
+            for (m, p), (mets, halves) in rows.items():
+                if any(k in mets for _, k in grid.joined):
+                    t.add_row(m, p, *[_value(mets, halves, k) for _, k in grid.joined])
+            if t.row_count:
+                out.print(t)
 
 
-def _joined(values: list[tuple[float | None, float | None]]) -> str:
-    """(value, half-width) pairs in % as "a ±h / b ±h", blank when the first is missing."""
-    return "" if values[0][0] is None else " / ".join("" if v is None else pct(v, h) for v, h in values)
+def _value(mets: dict, halves: dict, key: str) -> str:
+    """A metric in % with its interval, blank when the row lacks it."""
+    return "" if mets.get(key) is None else pct(mets[key], halves.get(key))
+
+
+def print_matrix(results: list[dict]) -> None:
+    """Results of a run on the terminal: the matrix of each grid (ctrl's: rows = model x protocol,
+    a table per split, then retrieval R@1), then one table per other benchmark, as each declares
+    (benchmarks.Summary)."""
+    cells = [(r["cell"]["model"], r["cell"]["protocol"], r, None) for r in results]
+    print_grids(cells)
+    print_summaries(cells)
