@@ -318,18 +318,18 @@ class SuiteRun:
     report: Path | None
 
 
-def suite(model: str, root: str | os.PathLike, protocols: Sequence[str] = ("global",),
+def suite(model: str, root: str | os.PathLike, protocols: Sequence[str] | None = None,
           out: str | os.PathLike = "unbag-suite", *, device: str | None = None, precision: str = "auto",
           images_outside_root: bool = False, all_items: bool = False, progress: bool = False) -> SuiteRun:
     """Score every compositionality benchmark found under `root` (ROOT/NAME/, image roots in
-    ROOT/suite.toml; docs/benchmarks.md) with each protocol, into the run folder `out` (a rerun
+    ROOT/suite.toml; docs/benchmarks.md) with each protocol (None: global), into the run folder `out` (a rerun
     reuses finished cells), and write its report in OUT/report. A benchmark that cannot be read is
     named in `failed` and the suite goes on. `all_items`: also the readings shown beside the suite
     (VL-CheckList's every item). Under torchrun only rank 0 gets results and writes the report."""
     from . import dist
     from .reports.html import write_report
     from .suite import absent, not_applicable, run_suite
-    protocols = list(protocols) or ["global"]
+    protocols = list(protocols or ["global"])
     failed: dict[str, str] = {}
     results, missing, found = run_suite(model, root, protocols, out, progress=progress,
                                         device=device or default_device(), precision=precision,
