@@ -87,7 +87,7 @@ def main() -> None:
     from unbag import benchmarks, models
     from unbag.heads import head_class
     from unbag.heads.extract import DEFAULT_N
-    from unbag.run import paper_plan
+    from unbag.runner import paper_plan
     from unbag.training.engine import TrainConfig
 
     backend = models.load(a.model)

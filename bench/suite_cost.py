@@ -112,7 +112,7 @@ def child(model: str, root: str, out: str) -> None:
     """One suite run in this process: wall time and peak RSS, as JSON. The libraries are imported
     first (a loaded model imports them), as for the floor; the run loads the model again."""
     from unbag import models
-    from unbag.suite import run_suite
+    from unbag.suite_root import run_suite
     models.load(model)
     t0 = time.perf_counter()
     results, _, _ = run_suite(model, root, ["global"], out, progress=False)
@@ -126,7 +126,7 @@ def encode_once(model: str, root: Path) -> tuple[float, int, int]:
     from unbag import benchmarks, models
     from unbag.benchmarks.base import image_key
     from unbag.scoring.encode import encode_images, encode_texts
-    from unbag.suite import find
+    from unbag.suite_root import find
 
     found, _ = find(root)
     images, texts = {}, set()

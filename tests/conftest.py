@@ -1,16 +1,28 @@
 import os
+import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# generated benchmarks are drawn afresh in the tests; tests/world/test_cache.py turns the cache on
-os.environ["UNBAG_CACHE"] = "off"
+# the generated 3D benchmarks are drawn once per test session, into a cache of the session's own
+# (the controller's, which pytest-xdist's workers inherit): the first test to ask draws them, the
+# rest read them back, as a user's second run does (tests/world/test_cache.py tests the cache)
+_OWN_CACHE = not os.environ.get("UNBAG_TEST_CACHE")  # made here: removed when the session ends
+if _OWN_CACHE:
+    os.environ["UNBAG_TEST_CACHE"] = tempfile.mkdtemp(prefix="unbag-test-cache-")
+os.environ["UNBAG_CACHE"] = os.environ["UNBAG_TEST_CACHE"]
 
 import io  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _OWN_CACHE:
+        shutil.rmtree(os.environ["UNBAG_TEST_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture

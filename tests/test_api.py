@@ -251,3 +251,17 @@ def test_score_and_explain_take_the_same_sgi_options_for_a_users_photo():
     got = unbag.score("builtin", photo, ["a red cube", "a blue sphere"], "sgi")
     drawn = unbag.explain("builtin", photo, ["a red cube", "a blue sphere"], "sgi")
     assert torch.allclose(got, torch.as_tensor(drawn.scores, dtype=got.dtype), atol=1e-5)
+
+
+def test_every_public_name_is_the_apis_even_after_the_package_is_loaded():
+    """No public name is also a module of the package: importing that module would replace the
+    function on the package (`unbag.run` must stay the function after unbag.runner is loaded)."""
+    import importlib.util
+
+    import unbag.api
+    import unbag.runner  # noqa: F401
+    import unbag.suite_root  # noqa: F401
+    for name in unbag.__all__:
+        assert importlib.util.find_spec(f"unbag.{name}") is None or name.startswith("__"), name
+        if name in unbag._API:
+            assert getattr(unbag, name) is getattr(unbag.api, name), name

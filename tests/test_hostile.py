@@ -71,7 +71,7 @@ def _plan(tmp_path, tiny, bench, out=None, models=None, benches=None, protocols=
 # -- security: nothing outside what the user named is read into a result or report -----------
 
 def test_report_copies_no_file_the_explain_index_names_outside_the_run(tmp_path, tiny, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     sc = _sc(tmp_path / "sc")
     run_plan(_plan(tmp_path, tiny, sc), progress=False)
     secret = tmp_path / "secret.txt"
@@ -93,7 +93,7 @@ def test_report_copies_no_file_the_explain_index_names_outside_the_run(tmp_path,
 
 
 def test_a_results_link_in_a_run_folder_is_refused(tmp_path, tiny, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc")), progress=False)
     cell = tmp_path / "out" / "results" / "tiny__sc__global.json"
     elsewhere = tmp_path / "elsewhere.json"
@@ -176,7 +176,7 @@ def test_a_decompression_bomb_is_an_error_naming_the_file(tmp_path, tiny, capsys
 
 def test_a_changed_model_config_runs_the_cell_again(tmp_path, counted):
     from unbag import models
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     tiny = models.load("open_clip:unbag-tiny@random").save(tmp_path / "tiny")
     plan = _plan(tmp_path, tiny, _sc(tmp_path / "sc"))
     run_plan(plan, progress=False)
@@ -228,7 +228,7 @@ def test_images_behind_a_symlinked_folder_are_in_the_fingerprint(tmp_path):
 def test_a_rerun_reuses_the_3d_ctrls_sgi_and_region_head_cells(tmp_path, counted):
     """Found by rerunning the demo: its SGI, SGI-paper and TFRegions cells ran again every time (the
     reuse check built their options without the 3D ctrl's declared regions)."""
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     p = tmp_path / "plan.toml"
     p.write_text(f'out = "{tmp_path / "out"}"\nper_category = 1\nexplain = []\n[models]\npretrained = "builtin"\n'
                  '[benchmarks]\nctrl = "ctrl"\n[protocols]\nSGI = "sgi"\nSGI-paper = "sgi:paper"\n'
@@ -242,7 +242,7 @@ def test_a_rerun_reuses_the_3d_ctrls_sgi_and_region_head_cells(tmp_path, counted
 # -- wrong numbers, no warning ---------------------------------------------------------------
 
 def test_names_with_double_underscores_never_share_a_file(tmp_path, tiny, capsys):
-    from unbag.run import cell_file, run_plan
+    from unbag.runner import cell_file, run_plan
     assert cell_file("a", "c__d", "g") != cell_file("a__c", "d", "g")
     sc = _sc(tmp_path / "sc")
     plan = _plan(tmp_path, tiny, sc, models={"a": str(tiny), "a__c": str(tiny)},
@@ -259,7 +259,7 @@ def test_names_with_double_underscores_never_share_a_file(tmp_path, tiny, capsys
 
 
 def test_a_report_shows_the_cells_of_the_folders_current_plan(tmp_path, tiny, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     sc = _sc(tmp_path / "sc")
     run_plan(_plan(tmp_path, tiny, sc, models={"first": str(tiny)}), progress=False)
     run_plan(_plan(tmp_path, tiny, sc, models={"second": str(tiny)}), progress=False)
@@ -370,7 +370,7 @@ def test_report_and_world_build_keep_a_users_file_inside_their_folders(tmp_path,
 
 
 def test_report_never_replaces_a_folder_holding_its_input(tmp_path, tiny, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc"), out=tmp_path / "p" / "run"), progress=False)
     for out in (tmp_path / "p", tmp_path / "p" / "run"):
         code, _, err = _run(["report", str(tmp_path / "p" / "run"), "--out", str(out), "--overwrite"], capsys)
@@ -511,7 +511,7 @@ def test_sigterm_is_asked_again_when_the_first_is_lost(tmp_path):
 
 
 def test_a_plans_out_with_a_tilde_is_the_home_folder(tmp_path, tiny, monkeypatch):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc"), out="~/x"), progress=False)
@@ -572,7 +572,7 @@ def test_report_on_a_damaged_or_foreign_file_is_an_error(damage, tmp_path, tiny,
 
 
 def test_a_truncated_cell_or_summary_on_resume_is_not_a_traceback(tmp_path, tiny, counted, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     plan = _plan(tmp_path, tiny, _sc(tmp_path / "sc"))
     run_plan(plan, progress=False)
     cell = tmp_path / "out" / "results" / "tiny__sc__global.json"
@@ -656,7 +656,7 @@ def test_an_image_that_links_to_itself_names_the_item(tmp_path, tiny, capsys):
 
 
 def test_report_never_replaces_the_folder_of_its_cells(tmp_path, tiny, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc")), progress=False)
     before = _files(tmp_path / "out" / "results")
     code, _, err = _run(["report", str(tmp_path / "out"), "--out", str(tmp_path / "out" / "results"), "--overwrite"],
@@ -782,7 +782,7 @@ def test_two_runs_of_one_plan_at_once_leave_whole_pairs(tmp_path, tiny):
 
 
 def test_a_summary_naming_a_file_out_of_the_run_is_refused(tmp_path, tiny, capsys):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     run_plan(_plan(tmp_path, tiny, _sc(tmp_path / "sc")), progress=False)
     r = tmp_path / "out" / "results" / "tiny__sc__global.json"
     (tmp_path / "elsewhere.json").write_bytes(r.read_bytes())

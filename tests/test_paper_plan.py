@@ -4,7 +4,7 @@ import json
 import pytest
 
 from unbag.cli import main
-from unbag.run import paper_plan, read_plan
+from unbag.runner import paper_plan, read_plan
 
 
 def test_the_plan_quotes_the_paper_only_for_a_model_it_measured(tmp_path):
@@ -36,7 +36,7 @@ def test_the_paper_plan_end_to_end_on_a_tiny_model(coco_captions, tmp_path, monk
 
     tiny = str(models.load("open_clip:unbag-tiny@random").save(tmp_path / "tiny"))
     # this tiny model stands for one the paper measured, so that its numbers are quoted beside ours
-    import unbag.run as run_mod
+    import unbag.runner as run_mod
     real = run_mod.PLANS
     fake = tmp_path / "plans"
     fake.mkdir()

@@ -7,7 +7,7 @@ from unbag import evaluation as evaluate_mod
 from unbag.cli import main
 from unbag.errors import UnbagError
 from unbag.heads.shipped import shipped_head
-from unbag.run import read_plan, run_plan
+from unbag.runner import read_plan, run_plan
 
 
 def _plan(tmp_path, bench):
@@ -196,7 +196,7 @@ def test_explanations_are_drawn_once_per_setup(tmp_path, monkeypatch):
     import json
 
     import unbag.sgi.explain
-    from unbag.run import write_explanations
+    from unbag.runner import write_explanations
 
     out = write_explanations(tmp_path, "builtin", "ctrl", ["ood-color-0000", "ood-count-0001"], 0, "sgi", {})
     index = json.loads((out / "index.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 from unbag import benchmarks
 from unbag.cli import main
 from unbag.reports.table import suite_table
-from unbag.suite import find, plan_text
+from unbag.suite_root import find, plan_text
 
 PRESENT = ("aro", "winoground", "naturalbench", "crepe", "cola")
 
@@ -136,7 +136,7 @@ def test_a_suite_file_that_is_a_folder_is_refused_not_ignored(tmp_path, capsys):
 
 
 def test_a_benchmark_there_but_not_a_folder_is_named_for_what_it_is(tmp_path):
-    from unbag.suite import absent
+    from unbag.suite_root import absent
     (tmp_path / "whatsup").write_text("")
     (tmp_path / "colorswap.zip").write_bytes(b"PK")
     (tmp_path / "crepe").symlink_to(tmp_path / "gone")

@@ -83,7 +83,7 @@ def test_two_processes_evaluate_as_one(two, tiny_bench, tmp_path, protocol):
 
 
 def test_two_processes_run_the_suite_as_one(two, suite_root, tmp_path):
-    from unbag.suite import run_suite
+    from unbag.suite_root import run_suite
     one, _, _ = run_suite("builtin", suite_root, list(PROTOCOLS), tmp_path / "one", progress=False)
     by_cell = {json.dumps(r["cell"], sort_keys=True): r for r in one}
     two_files = sorted((two / "suite" / "results").glob("*.json"))

@@ -113,7 +113,7 @@ def counted(monkeypatch):
 def test_run_reruns_a_cell_whose_benchmark_files_or_spec_changed(tmp_path, sugarcrepe_dir, counted):
     import shutil
 
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     sc = tmp_path / "sc"
     shutil.copytree(sugarcrepe_dir, sc)
     plan = _sc_plan(tmp_path, sc)
@@ -135,7 +135,7 @@ def test_run_reruns_a_cell_whose_benchmark_files_or_spec_changed(tmp_path, sugar
 
 def test_run_reruns_a_cell_made_in_another_precision(tmp_path, sugarcrepe_dir, counted):
     from unbag.errors import UnbagError
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     plan = _sc_plan(tmp_path, sugarcrepe_dir)
     assert run_plan(plan, progress=False)[0]["config"]["precision"] == "fp32"  # auto on CPU
     plan.write_text('precision = "fp32"\n' + plan.read_text())
@@ -149,7 +149,7 @@ def test_run_reruns_a_cell_made_in_another_precision(tmp_path, sugarcrepe_dir, c
 
 
 def test_run_retrains_when_the_train_table_changed(tmp_path, monkeypatch):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     plan = tmp_path / "plan.toml"
     body = ('out = "{out}"\n[train.mine]\nmethod = "clip"\nmodel = "open_clip:unbag-tiny@random"\nsteps = {steps}\n'
             'batch_size = 4\nworkers = 0\n[benchmarks]\nr = "ctrl-retrieval:8"\n[protocols]\nglobal = "global"\n')
@@ -166,7 +166,7 @@ def test_run_retrains_when_the_train_table_changed(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text, field", [("colour = 1\n", "colour"), ("[train.x]\nmethod = 'clip'\nstepz = 3\n", "stepz")])
 def test_unknown_plan_keys_are_errors(tmp_path, text, field):
     from unbag.errors import UnbagError
-    from unbag.run import read_plan, run_plan
+    from unbag.runner import read_plan, run_plan
     p = tmp_path / "p.toml"
     p.write_text(text + "[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\ng = 'global'\n"
                  if "train" not in text else "[models]\na = 'builtin'\n[benchmarks]\nc = 'ctrl'\n[protocols]\n"

@@ -9,7 +9,7 @@ import sys
 
 from unbag import dist
 from unbag.evaluation import evaluate
-from unbag.suite import run_suite
+from unbag.suite_root import run_suite
 from unbag.training.engine import TrainConfig, Trainer
 
 TRAIN = dict(model="builtin", steps=3, batch_size=8, lr=1e-4, warmup=1, workers=0, log_every=1, threads=1)

@@ -2,7 +2,7 @@
 
 The public API (docs/api.md): `load_model`, `load_benchmark`, `score`, `evaluate`, `explain`,
 `features`, `train`, `export`, `compare`, `report`, `run`, `run_paper`, `demo`, `suite`,
-`build_world`, `build_pool`, `contact_sheet`, `negatives`, and `JobCache` (memory calls of one
+`build_world`, `build_pool`, `contact_sheet`, `make_negatives`, and `JobCache` (memory calls of one
 job share). They are imported on first use, so `import unbag` loads neither torch nor any model.
 """
 from .errors import UnbagError, UnbagWarning
@@ -10,7 +10,7 @@ from .version import __version__
 
 __all__ = ["UnbagError", "UnbagWarning", "__version__", "load_model", "load_benchmark", "score", "evaluate", "explain",
            "features", "train", "export", "compare", "report", "run", "run_paper", "demo", "suite", "build_world",
-           "build_pool", "contact_sheet", "negatives", "SuiteRun", "JobCache"]
+           "build_pool", "contact_sheet", "make_negatives", "SuiteRun", "JobCache"]
 _API = frozenset(__all__[3:])
 
 

@@ -269,7 +269,7 @@ def run(plan: str | os.PathLike, out: str | os.PathLike | None = None, *, device
     """Run a plan file (docs/plans.md): every unfinished cell of its models x benchmarks x
     protocols, training what it trains first; every cell's results dict. `out` overrides the
     plan's; a rerun reuses every cell whose inputs are unchanged."""
-    from .run import run_plan
+    from .runner import run_plan
     return run_plan(plan, str(out) if out else None, progress=progress, device=device or default_device())
 
 
@@ -284,7 +284,7 @@ def run_paper(model: str, coco: str, out: str | os.PathLike = "runs/paper", *, s
     import tempfile
 
     from .reports.html import write_report
-    from .run import paper_plan, run_plan
+    from .runner import paper_plan, run_plan
     if not model or not coco:
         raise UnbagError("the paper's plan needs a model spec and COCO's captions file and images "
                          "(ANNOTATIONS:IMAGES)")
@@ -300,7 +300,7 @@ def demo(out: str | os.PathLike = "unbag-demo", *, progress: bool = False) -> tu
     """The main job (the packaged plan plans/demo.toml): the shipped built-in models x protocols on
     ctrl, plus the report; the cells' results and the report folder."""
     from .reports.html import write_report
-    from .run import PLANS, run_plan
+    from .runner import PLANS, run_plan
     results = run_plan(PLANS / "demo.toml", str(out), progress=progress)
     return results, write_report([out], Path(out) / "report", title="unbag demo: binding, ID and OOD")
 
@@ -328,7 +328,7 @@ def suite(model: str, root: str | os.PathLike, protocols: Sequence[str] | None =
     (VL-CheckList's every item). Under torchrun only rank 0 gets results and writes the report."""
     from . import dist
     from .reports.html import write_report
-    from .suite import absent, not_applicable, run_suite
+    from .suite_root import absent, not_applicable, run_suite
     protocols = list(protocols or ["global"])
     failed: dict[str, str] = {}
     results, missing, found = run_suite(model, root, protocols, out, progress=progress,
@@ -364,12 +364,12 @@ def contact_sheet(out: str | os.PathLike, bench: str = "ctrl", *, n: int = 2, se
     return draw(out, bench=bench, n=n, seed=seed, style=style, overwrite=overwrite)
 
 
-def negatives(data: str, out: str | os.PathLike, *, types: Sequence[str] | None = None, k: int = 4, n: int = 1000,
+def make_negatives(data: str, out: str | os.PathLike, *, types: Sequence[str] | None = None, k: int = 4, n: int = 1000,
               seed: int = 0, generator: str = "rules", device: str | None = None, progress: bool = False,
               overwrite: bool = False) -> Path:
     """Write `k` typed hard negatives per caption of `data` (a world stream, `csv:` or `jsonl:`)
     in DeGLA's layout, with OUT.meta.json saying how they were made. `generator`: `rules` or
     `llm:MODEL_DIR` (a local causal LM)."""
     from .negatives.export import TYPES, export
-    return export(data, out, tuple(types) if types else TYPES, k, n, seed, generator, device or default_device(),
+    return export(data, out, TYPES if types is None else tuple(types), k, n, seed, generator, device or default_device(),
                   progress=progress, overwrite=overwrite)

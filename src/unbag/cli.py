@@ -84,10 +84,10 @@ def _compare(a: argparse.Namespace) -> None:
 
 
 def _negatives(a: argparse.Namespace) -> None:
-    from .api import negatives
+    from .api import make_negatives
 
-    out = negatives(a.data, a.out, types=[t.strip() for t in a.types.split(",") if t.strip()], k=a.k, n=a.n,
-                    seed=a.seed, generator=a.generator, device=a.device, progress=not a.quiet, overwrite=a.overwrite)
+    out = make_negatives(a.data, a.out, types=[t.strip() for t in a.types.split(",") if t.strip()], k=a.k, n=a.n,
+                         seed=a.seed, generator=a.generator, device=a.device, progress=not a.quiet, overwrite=a.overwrite)
     print(f"negatives written to {out}")
 
 

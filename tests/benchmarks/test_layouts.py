@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from unbag import benchmarks, suite
+from unbag import benchmarks, suite_root
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 
@@ -77,7 +77,7 @@ def test_a_suite_root_built_from_the_docs_finds_and_reads_all_eighteen(request, 
     assert sorted(docs_lines()) == sorted(folders) and len(folders) == 18
     for folder in folders:
         shutil.copytree(request.getfixturevalue(fixture_of(folder)), tmp_path / folder)
-    found, missing = suite.find(tmp_path)
+    found, missing = suite_root.find(tmp_path)
     assert missing == [] and sorted(found) == sorted(n for names in folders.values() for n in names)
     for name, spec in found.items():
         assert len(benchmarks.load(spec)) > 0, name

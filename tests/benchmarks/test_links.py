@@ -97,7 +97,7 @@ def test_an_image_root_of_the_whole_disk_is_not_walked(tmp_path):
 
 
 def test_a_re_pointed_link_is_scored_again_by_unbag_run(tmp_path):
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
 
     root = _release(tmp_path / "sc")
     a, b = tmp_path / "coco_a", tmp_path / "coco_b"

@@ -29,7 +29,7 @@ def test_an_explicit_size_is_drawn_and_recorded():
 @pytest.mark.slow
 def test_a_224_px_model_evaluated_on_ctrl_gets_224_px_pictures(tmp_path, monkeypatch):
     from unbag.evaluation import evaluate
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
 
     monkeypatch.setattr("unbag.benchmarks.ctrl.DEFAULT_PER_CATEGORY", 1)
     res = evaluate("open_clip:ViT-B-32@random", "ctrl", progress=False, out=str(tmp_path / "r.json"))

@@ -146,7 +146,7 @@ def test_vl_checklist_official_run_takes_each_files_first_1000_with_an_image(tmp
 
 
 def test_the_suite_uses_vl_checklists_official_run_and_adds_every_item_only_when_asked(vl_checklist_dir, tmp_path):
-    from unbag.suite import find
+    from unbag.suite_root import find
 
     shutil.copytree(vl_checklist_dir, tmp_path / "vl-checklist")
     assert set(find(tmp_path)[0]) == {"vl-checklist-1k"}

@@ -22,7 +22,7 @@ def report(tiny_bench, tmp_path_factory):
         evaluate(model, f"ctrl:{tiny_bench}", protocol, out=str(d / "results" / f"pre__ctrl__{protocol}.json"),
                  progress=False)
     evaluate("builtin", "ctrl-retrieval:60", out=str(d / "results" / "pre__ret__global.json"), progress=False)
-    from unbag.run import write_explanations
+    from unbag.runner import write_explanations
     write_explanations(d, "builtin", "ctrl", ["ood-color-0000"], 0, "sgi", {})
     import unbag.models
     real, unbag.models.load = unbag.models.load, lambda *a, **k: pytest.fail("the report loaded a model")
@@ -120,7 +120,7 @@ def every_benchmark(request, tmp_path_factory):
     """One plan over every registered benchmark (global, and SGI where it applies), run, reported."""
     import importlib.util
 
-    from unbag.run import run_plan
+    from unbag.runner import run_plan
     spec = importlib.util.spec_from_file_location("public", Path(__file__).parents[1] / "benchmarks" / "test_public.py")
     public = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(public)

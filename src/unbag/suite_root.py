@@ -134,7 +134,7 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
     the specs found. A benchmark that cannot be read (no item to score, a malformed file) is put in
     `failed` (name -> why) and the suite goes on to the next."""
     from . import dist
-    from .run import run_plan
+    from .runner import run_plan
 
     found, missing = find(root, all_items)
     if not found:
