@@ -9,6 +9,8 @@ _OWN_CACHE = not os.environ.get("UNBAG_TEST_CACHE")  # made here: removed when t
 if _OWN_CACHE:
     os.environ["UNBAG_TEST_CACHE"] = tempfile.mkdtemp(prefix="unbag-test-cache-")
 os.environ["UNBAG_CACHE"] = os.environ["UNBAG_TEST_CACHE"]
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one torch thread per worker: the workers share the cores
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import io  # noqa: E402
 import json  # noqa: E402
@@ -603,20 +605,22 @@ def naturalbench_dir(tmp_path_factory):
 def cola_dir(tmp_path_factory):
     """COLA's data/: the multi-object JSON (urls) and GQA and CLEVR single-object files, one as
     {labels, data}, one as [labels, data] without annotations; a class whose hard set has no positive;
-    three images that are one picture, two of them positives of a CLEVR class (tied scores)."""
+    three records of one picture file, two of them positives of a CLEVR class (tied scores: the
+    same file is encoded once, so its scores tie exactly whatever the batch or thread count)."""
     root = tmp_path_factory.mktemp("cola")
     for k in range(6):
-        img(root / "images" / f"{k}.jpg", 980 + min(k, 3))  # 3, 4 and 5: one picture
+        img(root / "images" / f"{k}.jpg", 980 + min(k, 3))
+    one = {k: min(k, 3) for k in range(6)}  # records 3, 4 and 5 name the file 3.jpg
     _json(root / "COLA_multiobjects_matching_benchmark.json",
           [[f"https://cs-people.bu.edu/array/data/vg_gqa_images/{a}.jpg", f"a {COLORS[a]} cube and a {COLORS[b]} ball",
             f"https://cs-people.bu.edu/array/data/vg_gqa_images/{b}.jpg", f"a {COLORS[b]} cube and a {COLORS[a]} ball"]
            for a, b in ((0, 1), (2, 3))])
     labels = ["red cube", "blue ball", "green cone"]
-    data = [[f"{k}.jpg", {"objects": []}, [int(k % 3 == c) for c in range(3)], [int(c != 2 or k == 4) for c in range(3)]]
+    data = [[f"{one[k]}.jpg", {"objects": []}, [int(k % 3 == c) for c in range(3)], [int(c != 2 or k == 4) for c in range(3)]]
             for k in range(6)]
     _json(root / "COLA_singleobjects_benchmark_GQA.json", {"labels": labels, "data": data})
     _json(root / "COLA_singleobjects_benchmark_CLEVR.json",
-          [labels, [[f"images/{k}.jpg", [int(k in (4, 5) if c == 0 else k == c) for c in range(3)], [1, 1, 1]]
+          [labels, [[f"images/{one[k]}.jpg", [int(k in (4, 5) if c == 0 else k == c) for c in range(3)], [1, 1, 1]]
                     for k in range(6)]])
     return root
 
