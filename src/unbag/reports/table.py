@@ -158,8 +158,7 @@ def print_summaries(cells: list[tuple[str, str, dict, object]]) -> None:
     general = general_ability(cells)
     tables = summary_tables(cells) + ([("", "general ability (zero-shot top-1)", *general)] if general else [])
     for name, title, head, rows in tables:
-        cells_ = [[row[0], row[1], *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e))
-                                     for e in row[2:]]] for row in rows]
+        cells_ = [[row[0], row[1], *map(entry_text, row[2:])] for row in rows]
         # the title is the benchmark's name; where it was read from (paths are long) goes under the table
         print_blocks(f"{name or title}: %", head, cells_, 2, caption=NOTE + (f". {title}" if name else ""))
 
@@ -201,6 +200,12 @@ def _width(head: list[str], rows: list[list[str]]) -> int:
         + 2 * (len(head) - 1)
 
 
+def entry_text(entry: tuple | None) -> str:
+    """A table entry (value, ref, key[, half]) as the terminal shows it: its text, or its value in %
+    with its interval; blank for none."""
+    return "" if entry is None else entry[0] if isinstance(entry[0], str) else pct(entry[0], entry_half(entry))
+
+
 def entry_half(entry: tuple | None) -> float | None:
     """The half-width of the 95% interval a table entry (value, ref, key[, half]) carries."""
     return entry[3] if entry is not None and len(entry) > 3 else None
@@ -228,6 +233,14 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
     return ["model", "protocol", *specs, "mean zero-shot top-1"], rows
 
 
+def suite_row(name: str) -> str | None:
+    """The suite table's row a benchmark's results join: its folder, or "FOLDER (NAME, beside)" for
+    a reading shown beside the suite (`Kind.suite_extra`); None outside the suite."""
+    k = BENCHMARKS.get(name)
+    folder = getattr(k, "suite", None)
+    return f"{folder} ({name}, beside)" if folder and k.suite_extra else folder
+
+
 def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[str, str, str], ...] = ()
                 ) -> tuple[list[str], list[list], str] | None:
     """The suite table: a row per suite benchmark (a folder: ARO's four parts are one) with results
@@ -245,12 +258,10 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
     short: dict[str, set[str]] = {}  # row -> declared keys missing from some column's results
     for m, p, res, ref in cells:
         name = res["benchmark"]["name"]
-        k = BENCHMARKS.get(name)
-        folder = getattr(k, "suite", None)
+        row = suite_row(name)
         s = summary(name)
-        score = s.suite_score(res["metrics"]) if folder else None
+        score = s.suite_score(res["metrics"]) if row else None
         if score is not None:
-            row = f"{folder} ({name}, beside)" if k.suite_extra else folder
             keys = s.suite_keys(res["metrics"])
             cols += [(m, p)] if (m, p) not in cols else []
             recipes[(m, p)] = res.get("recipe")
@@ -341,7 +352,7 @@ def print_suite(cells: list[tuple[str, str, dict, object]], absent: tuple = ()) 
     head, rows, note = made
     items = suite_items(cells)
     texts = [[row[0], _short(row[1]), items.get(row[0], ""),
-              *["" if e is None else e[0] if isinstance(e[0], str) else pct(e[0], entry_half(e)) for e in row[2:]]]
+              *map(entry_text, row[2:])]
              for row in rows]
     models = {c[0] for c in cells}
     title = "the compositionality suite: each benchmark's score %"
@@ -374,10 +385,8 @@ def suite_items(cells: list[tuple[str, str, dict, object]]) -> dict[str, str]:
     columns scored different numbers)."""
     per: dict[str, dict[tuple[str, str], int]] = {}
     for m, p, res, _ in cells:
-        k = BENCHMARKS.get(res["benchmark"]["name"])
-        folder = getattr(k, "suite", None)
-        if folder and res.get("n_items") is not None:
-            row = f"{folder} ({res['benchmark']['name']}, beside)" if k.suite_extra else folder
+        row = suite_row(res["benchmark"]["name"])
+        if row and res.get("n_items") is not None:
             col = per.setdefault(row, {})
             col[(m, p)] = col.get((m, p), 0) + res["n_items"]
     return {row: " / ".join(f"{n:,}" for n in sorted(set(got.values()))) for row, got in per.items()}
@@ -425,8 +434,7 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
     out = console()
     for grid, rows in grids.values():
         for split in grid.splits:
-            names = {"id": "in-distribution (ID)", "ood": "out-of-distribution (OOD)"}
-            t = compact(f"{grid.name}, {names.get(split, split)}: {grid.metric} score %")
+            t = compact(f"{grid.name}, {SPLIT_NAMES.get(split, split)}: {grid.metric} score %")
             last = split == grid.splits[-1]
             mean_header = "avg " + "/".join(c[0] for c in grid.average)  # the title names the split
             for h in ["model", "protocol", *grid.categories] + ([mean_header] if last else []):
@@ -441,8 +449,7 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
                     cells_.append("" if mean is None else pct(mean, h))
                 t.add_row(m, p, *cells_)
             if t.row_count:
-                t.caption = ("± the half-width of the 95% interval, +a/-b where uneven; strict '>', ties count as "
-                             f"wrong; chance {100 * grid.chance:.1f}" + mark)
+                t.caption = f"{NOTE}; chance {100 * grid.chance:.1f}{mark}"
                 out.print(t)
         if grid.joined:
             t = compact(f"{grid.name}: {grid.joined_title} %")
@@ -453,6 +460,9 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
                     t.add_row(m, p, *[_value(mets, halves, k) for _, k in grid.joined])
             if t.row_count:
                 out.print(t)
+
+
+SPLIT_NAMES = {"id": "in-distribution (ID)", "ood": "out-of-distribution (OOD)"}
 
 
 def _value(mets: dict, halves: dict, key: str) -> str:
