@@ -124,9 +124,12 @@ def test_winoground_with_tags(winoground_dir, tmp_path):
         s = it["scores"]
         text = s[0][0] > s[0][1] and s[1][1] > s[1][0]
         image = s[0][0] > s[1][0] and s[1][1] > s[0][1]
-        assert (it["text"], it["image"], it["group"]) == (float(text), float(image), float(text and image))
-    assert {"all/group", "Object/text", "tag=Relation/image", "secondary_tag=Symbolic/group"} <= set(res["metrics"])
-    assert _buckets_are_means(res, items, ("text", "image", "group", "pair")) == \
+        match = s[0][0] + s[1][1] > s[0][1] + s[1][0]
+        assert (it["text"], it["image"], it["group"], it["groupmatch"]) == \
+            (float(text), float(image), float(text and image), float(match))
+    assert {"all/group", "all/groupmatch", "Object/text", "tag=Relation/image", "secondary_tag=Symbolic/group"} \
+        <= set(res["metrics"])
+    assert _buckets_are_means(res, items, ("text", "image", "group", "pair", "groupmatch")) == \
         len([k for k in res["metrics"] if not k.startswith("macro/")])
 
 

@@ -60,6 +60,6 @@ def load(root: str | Path) -> Benchmark:
 RELEASE = "huggingface.co/datasets/imirandam/BiVLC (save_to_disk or its parquet files)"  # where to download it
 BENCHMARKS = {
     "bivlc": Kind("bivlc:DIR", lambda path, root, seed: load(path), suite="bivlc", release=RELEASE,
-                  summary=Summary(("all/text", "all/image", "all/group", "type=*/text", "type=*/image",
+                  summary=Summary(("all/text", "all/image", "all/group", "all/groupmatch", "type=*/text", "type=*/image",
                                    "type=*/group"), "all/group", {"text": "I2T", "image": "T2I"})),
 }

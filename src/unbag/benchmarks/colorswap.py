@@ -67,5 +67,5 @@ def load(root: str | Path) -> Benchmark:
 RELEASE = "github.com/Top34051/colorswap (the data/ archive its README links: test.json, images.zip)"  # where to download it
 BENCHMARKS = {
     "colorswap": Kind("colorswap:DIR", lambda path, root, seed: load(path), suite="colorswap", release=RELEASE,
-                      summary=Summary(("all/group", "all/text", "all/image", "*/group"), "all/group")),
+                      summary=Summary(("all/group", "all/text", "all/image", "all/groupmatch", "*/group"), "all/group")),
 }

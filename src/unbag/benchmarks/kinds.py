@@ -152,7 +152,7 @@ class Kind:
 
 # summaries several benchmarks share
 PAIRWISE = Summary(("macro/acc", "all/acc", "*/acc"), "macro/acc")
-TWO_BY_TWO = Summary(("all/text", "all/image", "all/group"), "all/group")
+TWO_BY_TWO = Summary(("all/text", "all/image", "all/group", "all/groupmatch"), "all/group")
 RETRIEVAL = Summary(tuple(f"all/retrieval/{d}/R@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10)),
                     "all/retrieval/i2t/R@1")
 ZERO_SHOT = Summary(("all/zeroshot/top1", "all/zeroshot/top5", "all/zeroshot/mean_per_class_recall"),

@@ -80,6 +80,6 @@ def load(root: str | Path) -> Benchmark:
 RELEASE = "huggingface.co/datasets/MMVP/MMVP_VLM"  # where to download it
 BENCHMARKS = {
     "mmvp-vlm": Kind("mmvp-vlm:DIR", lambda path, root, seed: load(path), suite="mmvp-vlm", release=RELEASE,
-                     summary=Summary(("macro/image_official", "macro/image", "all/group", "*/image_official"),
+                     summary=Summary(("macro/image_official", "macro/image", "all/group", "all/groupmatch", "*/image_official"),
                                      "macro/image_official")),
 }

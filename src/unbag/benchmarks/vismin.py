@@ -89,5 +89,5 @@ def load(root: str | Path) -> Benchmark:
 RELEASE = "huggingface.co/datasets/mair-lab/vismin-bench"  # where to download it
 BENCHMARKS = {
     "vismin": Kind("vismin:DIR", lambda path, root, seed: load(path), suite="vismin", release=RELEASE,
-                   summary=Summary(("macro/group", "macro/text", "macro/image", "*/group"), "macro/group")),
+                   summary=Summary(("macro/group", "macro/text", "macro/image", "macro/groupmatch", "*/group"), "macro/group")),
 }
