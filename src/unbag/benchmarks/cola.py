@@ -123,6 +123,7 @@ RELEASE = "github.com/arijitray1993/COLA (data/); images: Visual Genome/GQA, CLE
 BENCHMARKS = {
     "cola": Kind("cola:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
                  suite="cola", release=RELEASE,
-                 summary=Summary(("multiobj/image", "multiobj/group", "multiobj/groupmatch", "macro/mAP_official", "macro/mAP", "*/mAP_official"),
+                 summary=Summary(("multiobj/image", "multiobj/group", "multiobj/groupmatch",
+                                 "macro/mAP_official", "macro/mAP", "*/mAP_official"),
                                  ("multiobj/image", "macro/mAP_official"), suite=("multiobj/image", "macro/mAP_official"))),
 }

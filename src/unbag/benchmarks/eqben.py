@@ -84,6 +84,7 @@ def load(root: str | Path, image_root: str | None = None) -> Benchmark:
 RELEASE = "github.com/Wangt-CN/EqBen (annotation and image downloads in its README)"  # where to download it
 BENCHMARKS = {
     "eqben": Kind("eqben:DIR[:IMAGE_ROOT]", lambda path, root, seed: load(path, root), image_root=True,
-                  suite="eqben", release=RELEASE, summary=Summary(("macro/group", "macro/text", "macro/image", "macro/groupmatch", "*/group"),
+                  suite="eqben", release=RELEASE, summary=Summary(("macro/group", "macro/text", "macro/image", "macro/groupmatch",
+                                                                                  "*/group"),
                                                  "macro/group")),
 }
