@@ -124,7 +124,8 @@ class WorldSource:
         box = (x0, y0, min(max(x1, x0 + 1), px), min(max(y1, y0 + 1), px))
         return masked(s.image, [box], fill), cap.phrase(objs[i])
 
-    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0, objects: bool = False) -> Record:
+    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0, objects: bool = False,
+               slots=None) -> Record:
         s = self.sample(k)
         caps = [s.caption]
         if extra:
@@ -136,6 +137,9 @@ class WorldSource:
             rng = np.random.default_rng([self.seed, 13, k])
             gen = WorldGenerator.for_world(self.world)
             negs = [n for _, n in gen.generate_for(list(s.scene.objects), s.form, typed, rng)]
+        if slots is not None:  # a method's own typed slots, from the world's exact edits
+            rng = np.random.default_rng([self.seed, 13, k])
+            negs = slots(s.caption, WorldGenerator.for_world(self.world).candidates(list(s.scene.objects), s.form), rng)
         view, desc = self.object_view(k, s) if objects else (None, None)
         return Record(s.image, caps, t.image if t else None, t.caption if t else None, negs, view, desc)
 
@@ -170,10 +174,12 @@ class FileSource:
             self._perm = (epoch, np.random.default_rng([self.seed, 11, epoch]).permutation(len(self.rows)))
         return int(self._perm[1][pos])
 
-    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0) -> Record:
+    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0, slots=None) -> Record:
         i = self.index(k)
         negs = self.negatives[i] if self.negatives is not None else None
-        if typed and negs is None:
+        if slots is not None:  # a method's own typed slots, by its rules for free text
+            negs = slots(self.rows[i][1][0], None, np.random.default_rng([self.seed, 13, k]))
+        elif typed and negs is None:
             rng = np.random.default_rng([self.seed, 13, k])
             negs = [n for _, n in RuleGenerator().generate(self.rows[i][1][0], typed, rng)]
         return Record(self._open(i), self.rows[i][1], negatives=negs)
@@ -279,13 +285,13 @@ class TrainBatches(IterableDataset):
 
     def __init__(self, data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
                  mode: str = "pairs", twins: bool = False, negatives: bool = False, rank: int = 0,
-                 world_size: int = 1, typed: int = 0, objects: bool = False):
+                 world_size: int = 1, typed: int = 0, objects: bool = False, slots=None):
         if batch_size % world_size:
             raise UnbagError(f"batch size {batch_size} is not divisible by {world_size} processes")
         self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
         self.start_step, self.steps, self.mode = start_step, steps, mode
         self.twins, self.negatives, self.rank, self.world_size = twins, negatives, rank, world_size
-        self.typed, self.objects, self.spec = typed, objects, parse_data(data)
+        self.typed, self.objects, self.spec, self.slots = typed, objects, parse_data(data), slots
         if objects and self.spec.kind != "world":
             raise UnbagError(f"{data}: this method trains on single objects cut out of the pictures, which "
                              f"needs the scenes behind them: use a world stream (world:, world3d:) or a pool:")
@@ -335,9 +341,13 @@ class TrainBatches(IterableDataset):
         # object views come from world sources only (checked in __init__)
         views = {"objects": True} if self.objects and not concat_step else {}
         get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
-            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed, **views))
+            k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed, **views,
+            **({"slots": self.slots} if self.slots else {})))
         rs = [get(i, k) for i, k in enumerate(ks)]
-        out = {"step": step, "mode": "concat" if concat_step else "pairs"}
+        # the epoch a batch belongs to (a file's rows, read over and over); a stream has one
+        rows = len(src.rows) if isinstance(src, FileSource) else 0
+        out = {"step": step, "mode": "concat" if concat_step else "pairs",
+               "epoch": step * self.batch_size // rows if rows else 0}
         if concat_step:
             images, texts = [], [[] for _ in range(5)]
             for i, (r, k) in enumerate(zip(rs, ks)):
@@ -373,7 +383,13 @@ class TrainBatches(IterableDataset):
                     negs.append((i, n))
             out["neg_of"] = torch.tensor([i for i, _ in negs], dtype=torch.long)
             out["neg_captions"] = [n for _, n in negs]
-        if self.typed:  # K typed negatives per sample, sample-major; repeats fill short lists
+        if self.slots:  # a method's typed slots, sample-major; an empty slot holds "###" (CE-CLIP's filler)
+            # a record source made them (record(slots=)); a webdataset stream's records are made here
+            negs = [self.slots(r.captions[0], None, np.random.default_rng([self.seed, 13, k])) if recs
+                    else r.negatives for r, k in zip(rs, ks)]
+            out["typed_captions"] = [n if n is not None else "###" for ns in negs for n in ns]
+            out["typed_valid"] = torch.tensor([[n is not None for n in ns] for ns in negs], dtype=torch.bool)
+        elif self.typed:  # K typed negatives per sample, sample-major; repeats fill short lists
             texts, valid = [], []
             for i, (r, k) in enumerate(zip(rs, ks)):
                 negs = list(r.negatives or [])
@@ -488,10 +504,11 @@ def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
 
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
             workers: int = 1, twins: bool = False, negatives: bool = False, mode: str = "pairs",
-            rank: int = 0, world_size: int = 1, typed: int = 0, objects: bool = False) -> Iterator[dict]:
+            rank: int = 0, world_size: int = 1, typed: int = 0, objects: bool = False,
+            slots=None) -> Iterator[dict]:
     """Iterate this rank's training batches from `start_step` to `steps`, in step order."""
     ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world_size,
-                      typed, objects)
+                      typed, objects, slots)
     # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
     loader = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=False,
                         prefetch_factor=4 if workers else None)

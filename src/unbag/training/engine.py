@@ -142,10 +142,14 @@ class Trainer:
             self.backend.set_patch_dropout(cfg.patch_dropout)
         dist.broadcast_params(self.model)
         self.frozen = freeze.apply(self.model, cfg.lock_image, cfg.lock_text, cfg.unlock_last)
+        self.objective = OBJECTIVES[cfg.method](**cfg.options)
+        changed = self.objective.prepare(self.model)  # FSC-CLIP's LoRA: the same factors on every rank
+        if changed is not None:
+            self.frozen = changed
+            dist.broadcast_params(self.model)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         # parameters outside both towers (logit scale/bias) see the global loss directly
         self.shared = {id(p) for n, p in self.model.named_parameters() if freeze.tower(n) is None}
-        self.objective = OBJECTIVES[cfg.method](**cfg.options)
         self.ema = EMA(self.model, cfg.ema) if cfg.ema > 0 else None
         if self.objective.needs.teacher:
             if self.ema is None:
@@ -177,7 +181,8 @@ class Trainer:
             if self.ema is not None:
                 save_file(_state(self.ema.model), str(tmp / "ema.safetensors"))
             torch.save({"optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
-                        "scaler": self.scaler.state_dict(), "step": self.step}, tmp / "trainer.pt")
+                        "scaler": self.scaler.state_dict(), "step": self.step,
+                        "objective": self.objective.state()}, tmp / "trainer.pt")
             (tmp / "train_config.json").write_text(json.dumps(asdict(self.cfg), indent=2))
 
     def load_checkpoint(self) -> bool:
@@ -203,6 +208,7 @@ class Trainer:
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state.get("scaler", {}))
+        self.objective.load_state(state.get("objective", {}))
         self.step = int(state["step"])
         return True
 
@@ -318,7 +324,7 @@ class Trainer:
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
                      cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="concat" if needs.concat else "pairs",
                      rank=self.rank, world_size=self.world_size, typed=cfg.typed_negatives if needs.typed else 0,
-                     objects=needs.objects)
+                     objects=needs.objects, slots=needs.slots)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0
@@ -355,6 +361,7 @@ class Trainer:
                 self.model.load_state_dict(read_safetensors(self.best_dir / "model.safetensors",
                                                             device=str(self.backend.device)))
                 meta["selected"] = self.best
+            self.objective.finish(self.model)  # a plain model of its kind (LoRA merged)
             self.backend.save(out, extra=meta, overwrite=True)  # a part of its own run folder
             if self.ema is not None:
                 teacher = copy.copy(self.backend)
@@ -375,7 +382,7 @@ def micro_batch(raw: dict, i: int, k: int) -> dict:
     n = len(raw["images"])
     m = n // k
     lo, hi = i * m, (i + 1) * m
-    out = {"step": raw["step"], "mode": raw["mode"], "images": raw["images"][lo:hi]}
+    out = {"step": raw["step"], "mode": raw["mode"], "epoch": raw.get("epoch", 0), "images": raw["images"][lo:hi]}
     if "captions" in raw:
         out["captions"] = raw["captions"][lo:hi]
     if "typed_captions" in raw:  # K per sample, sample-major

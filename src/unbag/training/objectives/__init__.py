@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .base import Needs, Objective
+from .ce_clip import CEObjective
 from .clic import CLICObjective
 from .clip import ClipObjective
 from .degla import DeGLAObjective
@@ -12,7 +13,7 @@ from .regions import RegionObjective
 
 OBJECTIVES: dict[str, type[Objective]] = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective,
               "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective,
-              "clip-regions": RegionObjective}
+              "clip-regions": RegionObjective, "ce-clip": CEObjective}
 
 
 def options_of(method: str, given: dict) -> dict:

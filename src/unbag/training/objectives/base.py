@@ -3,7 +3,7 @@ batch fields it reads."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import torch
 
@@ -22,6 +22,11 @@ class Needs:
     objects: bool = False  # one object of each picture alone, masked as SGI's mask mode shows it, and its
     # description: `object_pixels`, `object_captions` (a world stream or pool only)
     teacher: bool = False  # an EMA teacher (the engine sets `objective.teacher`; needs ema > 0)
+    # a fixed list of typed negatives per caption, one per slot, None where a slot's rule does not
+    # apply (CE-CLIP's four, FSC-CLIP's three): (caption, the world's exact candidates by type or
+    # None for free text, rng) -> [negative or None, ...], as `typed_captions` ("###" where None)
+    # and `typed_valid`; it replaces DeGLA's K negatives
+    slots: Callable | None = None
 
 
 class Objective:
@@ -54,3 +59,17 @@ class Objective:
 
     def __call__(self, backend: Backend, batch: dict) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError
+
+    def prepare(self, model: torch.nn.Module) -> dict[str, int] | None:
+        """Change the model before its optimiser is made (FSC-CLIP's LoRA); -> new parameter counts, or None."""
+        return None
+
+    def finish(self, model: torch.nn.Module) -> None:
+        """Make the trained model a plain one of its kind again before export (LoRA merged)."""
+
+    def state(self) -> dict:
+        """What the objective carries from step to step (CE-CLIP's thresholds), saved with each checkpoint."""
+        return {}
+
+    def load_state(self, state: dict) -> None:
+        """Take back `state()` from a checkpoint."""
