@@ -7,13 +7,15 @@ from .clic import CLICObjective
 from .clip import ClipObjective
 from .degla import DeGLAObjective
 from .dense import DenseObjective
+from .fsc_clip import FSCObjective
 from .ft import FTObjective
 from .negclip import NegCLIPObjective
 from .regions import RegionObjective
 
 OBJECTIVES: dict[str, type[Objective]] = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective,
               "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective,
-              "clip-regions": RegionObjective, "ce-clip": CEObjective}
+              "clip-regions": RegionObjective, "ce-clip": CEObjective,
+              "fsc-clip": FSCObjective}
 
 
 def options_of(method: str, given: dict) -> dict:
