@@ -1,7 +1,7 @@
 """Run under torchrun by tests/test_torchrun.py: every multi-process path in one launch.
 
 Usage: torchrun --nproc_per_node 2 tests/torchrun_job.py OUT BENCH_DIR SUITE_ROOT
-Trains negclip, clic and degla for a few steps (OUT/train-METHOD), evaluates the built-in model
+Trains negclip, clic, degla, ce-clip, fsc-clip and tripletclip for a few steps (OUT/train-METHOD), evaluates the built-in model
 on BENCH_DIR under global and SGI (OUT/eval-PROTOCOL.json) and runs the suite found under
 SUITE_ROOT (OUT/suite), as `unbag train`, `unbag eval` and `unbag suite` do under torchrun.
 """
@@ -13,7 +13,7 @@ from unbag.suite_root import run_suite
 from unbag.training.engine import TrainConfig, Trainer
 
 TRAIN = dict(model="builtin", steps=3, batch_size=8, lr=1e-4, warmup=1, workers=0, log_every=1, threads=1)
-METHODS = ("negclip", "clic", "degla")
+METHODS = ("negclip", "clic", "degla", "ce-clip", "fsc-clip", "tripletclip")
 PROTOCOLS = ("global", "sgi")
 
 if __name__ == "__main__":

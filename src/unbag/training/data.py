@@ -8,6 +8,9 @@ Data specs:
   csv:PATH or PATH.csv      CLIC's layout: image path, caption, further sentences in later columns
   jsonl:PATH or PATH.jsonl  {"image": PATH, "caption": TEXT} or {"image": PATH, "captions": [TEXT, ...]}
   wds:URLS                  webdataset shards (brace patterns allowed): {key}.jpg|png + {key}.txt|json
+  triplets:FILE.jsonl       TripletCLIP's quadruples: {"image", "caption", "neg_image", "neg_caption"}
+                            per line, image paths relative to the file (its released webdataset,
+                            keys .image .caption .neg_image .neg_caption, reads as wds:URLS)
   degla:FILE[:IMAGE_DIR]    DeGLA's negatives layout [{image_id, original, enhanced: [...]}, ...];
                             images from an "image" field (what `unbag negatives` writes) or, for
                             the published file, IMAGE_DIR/COCO_train2014_<12-digit id>.jpg
@@ -205,6 +208,34 @@ class CocoSource(FileSource):
         return coco_rows(self.path, self.image_dir)
 
 
+class TripletSource(FileSource):
+    """A JSONL file of quadruples (image, caption, negative caption, negative image), TripletCLIP's fields."""
+
+    FIELDS = ("image", "caption", "neg_image", "neg_caption")
+
+    def _read(self) -> Iterator[tuple[Path, list[str]]]:
+        self.twins: list[tuple[Path, str]] = []
+        with opened(self.path).open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                rec = parse_json(line, f"{self.path}: line {n}")
+                missing = [k for k in self.FIELDS if not isinstance(rec.get(k) if isinstance(rec, dict) else None, str)
+                           or not rec[k].strip()]
+                if missing:
+                    raise UnbagError(f"{self.path}: line {n}: field(s) {', '.join(missing)} missing or empty "
+                                     f"(each line needs {', '.join(self.FIELDS)})")
+                self.twins.append((self.path.parent / rec["neg_image"], rec["neg_caption"]))
+                yield self.path.parent / rec["image"], [rec["caption"]]
+
+    def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0, slots=None) -> Record:
+        rec = super().record(k, twins, extra, typed, slots)
+        path, caption = self.twins[self.index(k)]
+        rec.twin_image = load_image(str(path), f"{self.path}: row {self.index(k) + 1} neg_image")
+        rec.twin_caption = caption
+        return rec
+
+
 class DeGLASource(FileSource):
     """DeGLA's negatives file: each entry's caption, its enhanced negatives and its image."""
 
@@ -244,10 +275,16 @@ def wds_records(urls: str, skip: int) -> Iterator[Record]:
         if n < skip:
             continue
         key = s.get("__key__")
-        img = next((s[e] for e in ("jpg", "png", "jpeg", "webp") if e in s), None)
+        img = next((s[e] for e in ("jpg", "png", "jpeg", "webp", "image") if e in s), None)
         if img is None:
             raise UnbagError(f"{s.get('__url__')}: sample {key}: no .jpg/.png image")
-        if "json" in s:
+        twin = None
+        if "neg_image" in s and "neg_caption" in s:  # TripletCLIP's release: a negative image and its caption
+            twin = (load_image(s["neg_image"], f"{s.get('__url__')}: sample {key}.neg_image"),
+                    s["neg_caption"].decode("utf-8").strip())
+        if "caption" in s:
+            caps = [s["caption"].decode("utf-8").strip()]
+        elif "json" in s:
             obj = parse_json(s["json"].decode("utf-8", "replace"), f"{s.get('__url__')}: sample {key}.json")
             caps = obj.get("captions") or [obj.get("caption")]
         elif "txt" in s:
@@ -256,7 +293,8 @@ def wds_records(urls: str, skip: int) -> Iterator[Record]:
             raise UnbagError(f"{s.get('__url__')}: sample {key}: no .txt or .json caption")
         if not caps or not all(isinstance(c, str) and c for c in caps):
             raise UnbagError(f"{s.get('__url__')}: sample {key}: empty caption")
-        yield Record(load_image(img, f"{s.get('__url__')}: sample {key}"), caps)
+        yield Record(load_image(img, f"{s.get('__url__')}: sample {key}"), caps,
+                     twin_image=twin[0] if twin else None, twin_caption=twin[1] if twin else None)
 
 
 # -- batches ------------------------------------------------------------------------------------
@@ -285,7 +323,8 @@ class TrainBatches(IterableDataset):
 
     def __init__(self, data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
                  mode: str = "pairs", twins: bool = False, negatives: bool = False, rank: int = 0,
-                 world_size: int = 1, typed: int = 0, objects: bool = False, slots=None):
+                 world_size: int = 1, typed: int = 0, objects: bool = False, slots=None,
+                 negative_images: bool = False):
         if batch_size % world_size:
             raise UnbagError(f"batch size {batch_size} is not divisible by {world_size} processes")
         self.data, self.seed, self.batch_size, self.px = data, seed, batch_size, px
@@ -295,7 +334,11 @@ class TrainBatches(IterableDataset):
         if objects and self.spec.kind != "world":
             raise UnbagError(f"{data}: this method trains on single objects cut out of the pictures, which "
                              f"needs the scenes behind them: use a world stream (world:, world3d:) or a pool:")
-        if self.spec.kind in ("file", "negatives", "coco"):
+        if negative_images and self.spec.kind not in ("world", "triplets", "webdataset"):
+            raise UnbagError(f"{data}: this method needs a negative image and caption for every sample, and this "
+                             "data brings none (unbag generates no negative image): use the world (world[@WORLD][:DIST]"
+                             ", pool:DIR), triplets:FILE.jsonl or TripletCLIP's webdataset (wds:URLS)")
+        if self.spec.kind in ("file", "negatives", "coco", "triplets"):
             rows = len(self._source().rows)  # fail early, in the main process
             if batch_size > rows:
                 raise UnbagError(f"batch size {batch_size} is larger than the {rows} rows of {data}: each image "
@@ -372,8 +415,9 @@ class TrainBatches(IterableDataset):
         if self.twins:
             tw = [(i, r) for i, r in enumerate(rs) if r.twin_image is not None]
             out["twin_of"] = torch.tensor([i for i, _ in tw], dtype=torch.long)
-            out["twin_images"] = torch.from_numpy(
-                np.stack([r.twin_image for _, r in tw]) if tw else np.zeros((0, self.px, self.px, 3), np.uint8))
+            out["twin_images"] = torch.from_numpy(  # a file's negative images are squared as its images
+                np.stack([square_pixels(r.twin_image, self.px) for _, r in tw]) if tw
+                else np.zeros((0, self.px, self.px, 3), np.uint8))
             out["twin_captions"] = [r.twin_caption for _, r in tw]
         if self.negatives:  # caption-only negatives: the twin's caption, else a POS word swap
             negs = []
@@ -411,7 +455,8 @@ class TrainBatches(IterableDataset):
 class DataSpec:
     """A training data spec, parsed once: what kind of source it names and its parts."""
     text: str
-    kind: str  # world (a stream or a pool) | file | coco (COCO's captions file) | webdataset | negatives (DeGLA's layout)
+    kind: str  # world (a stream or a pool) | file | coco (COCO's captions file) | webdataset | negatives (DeGLA's
+    # layout) | triplets (TripletCLIP's quadruples)
     style: str = ""  # world: its name (world/worlds/)
     dist: str | None = None  # world: the stream's distribution (None: a pool's own)
     path: str = ""  # the pool folder, caption file, shard URLs or negatives file
@@ -441,6 +486,7 @@ DATA_FORMS = {
     "pool": _pool,  # a rendered 3D pool (world/pool3d.py)
     "wds": lambda data, rest: DataSpec(data, "webdataset", path=rest),
     "degla": _negatives,  # DeGLA's released negatives layout
+    "triplets": lambda data, rest: DataSpec(data, "triplets", path=rest),  # TripletCLIP's quadruples
     "coco": _coco,
     "csv": lambda data, rest: DataSpec(data, "file", path=rest),
     "jsonl": lambda data, rest: DataSpec(data, "file", path=rest),
@@ -457,14 +503,14 @@ def parse_data(data: str) -> DataSpec:
     if data.endswith((".csv", ".jsonl")):
         return DataSpec(data, "file", path=data)
     raise UnbagError(f"unknown training data {data!r}; use world[@WORLD][:DIST], pool:DIR, csv:PATH, "
-                     "jsonl:PATH, coco:ANNOTATIONS[:IMAGES], wds:URLS or degla:FILE[:IMAGE_DIR]")
+                     "jsonl:PATH, coco:ANNOTATIONS[:IMAGES], wds:URLS, triplets:FILE.jsonl or degla:FILE[:IMAGE_DIR]")
 
 
 def check_data(data: str) -> None:
     """Refuse, before any work, a training data spec whose files are not there (a caption,
     annotation or negatives file that is missing or not a file, an image folder that is not one)."""
     spec = parse_data(data)
-    if spec.kind in ("file", "coco", "negatives"):
+    if spec.kind in ("file", "coco", "negatives", "triplets"):
         if not Path(spec.path).is_file():
             raise UnbagError(f"{spec.path}: training data file not found")
         opened(spec.path)
@@ -483,10 +529,11 @@ def data_fingerprint(data: str) -> str | None:
     if spec.kind == "world":
         meta = Path(spec.path, "meta.json")
         return fingerprint([meta] if meta.is_file() else [], []) if spec.path else None
-    if spec.kind not in ("file", "coco", "negatives"):
+    if spec.kind not in ("file", "coco", "negatives", "triplets"):
         return None
-    rows = source(spec, 0, 0).rows  # a missing or malformed file is refused here, located
-    return fingerprint([opened(spec.path)], [str(p) for p, *_ in rows])
+    src = source(spec, 0, 0)  # a missing or malformed file is refused here, located
+    negative_images = [str(p) for p, _ in getattr(src, "twins", [])]  # triplets: its negative images too
+    return fingerprint([opened(spec.path)], [str(p) for p, *_ in src.rows] + negative_images)
 
 
 def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
@@ -497,6 +544,8 @@ def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
         return DeGLASource(spec.path, seed, spec.image_dir)
     if spec.kind == "file":
         return FileSource(spec.path, seed)
+    if spec.kind == "triplets":
+        return TripletSource(spec.path, seed)
     if spec.kind == "coco":
         return CocoSource(spec.path, seed, spec.image_dir)
     raise UnbagError(f"{spec.text}: a webdataset stream has no record source; read it with wds_records")
@@ -505,10 +554,10 @@ def source(spec: DataSpec, seed: int, px: int) -> "WorldSource | FileSource":
 def batches(data: str, seed: int, batch_size: int, px: int, start_step: int, steps: int,
             workers: int = 1, twins: bool = False, negatives: bool = False, mode: str = "pairs",
             rank: int = 0, world_size: int = 1, typed: int = 0, objects: bool = False,
-            slots=None) -> Iterator[dict]:
+            slots=None, negative_images: bool = False) -> Iterator[dict]:
     """Iterate this rank's training batches from `start_step` to `steps`, in step order."""
     ds = TrainBatches(data, seed, batch_size, px, start_step, steps, mode, twins, negatives, rank, world_size,
-                      typed, objects, slots)
+                      typed, objects, slots, negative_images)
     # in step order across workers (DataLoader round-robins IterableDataset workers): deterministic
     loader = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=False,
                         prefetch_factor=4 if workers else None)

@@ -324,7 +324,7 @@ class Trainer:
         it = batches(cfg.data, cfg.seed, cfg.batch_size, self.backend.image_size[0], self.step, cfg.steps,
                      cfg.workers, twins=needs.twins, negatives=needs.negatives, mode="concat" if needs.concat else "pairs",
                      rank=self.rank, world_size=self.world_size, typed=cfg.typed_negatives if needs.typed else 0,
-                     objects=needs.objects, slots=needs.slots)
+                     objects=needs.objects, slots=needs.slots, negative_images=needs.negative_images)
         cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()]
         t_last, n_last = time.perf_counter(), 0

@@ -11,11 +11,12 @@ from .fsc_clip import FSCObjective
 from .ft import FTObjective
 from .negclip import NegCLIPObjective
 from .regions import RegionObjective
+from .tripletclip import TripletCLIPObjective
 
 OBJECTIVES: dict[str, type[Objective]] = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective,
               "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective,
               "clip-regions": RegionObjective, "ce-clip": CEObjective,
-              "fsc-clip": FSCObjective}
+              "fsc-clip": FSCObjective, "tripletclip": TripletCLIPObjective}
 
 
 def options_of(method: str, given: dict) -> dict:

@@ -22,6 +22,9 @@ class Needs:
     objects: bool = False  # one object of each picture alone, masked as SGI's mask mode shows it, and its
     # description: `object_pixels`, `object_captions` (a world stream or pool only)
     teacher: bool = False  # an EMA teacher (the engine sets `objective.teacher`; needs ema > 0)
+    # every sample's negative must be an image and its caption (TripletCLIP): data that cannot bring
+    # negative images (a caption file, COCO) is refused before training
+    negative_images: bool = False
     # a fixed list of typed negatives per caption, one per slot, None where a slot's rule does not
     # apply (CE-CLIP's four, FSC-CLIP's three): (caption, the world's exact candidates by type or
     # None for free text, rng) -> [negative or None, ...], as `typed_captions` ("###" where None)
