@@ -319,6 +319,7 @@ def _evaluate(backend, b, spec, protocol, score_fn, recorded, out, batch_size, s
         "model": spec, "model_id": weights_id(backend), "model_config_id": config_id(backend),
         "random_weights": bool(backend.random_weights),
         "protocol": protocol, "recipe": protocols.recipe(protocol, recorded),
+        **({"transductive": True} if protocols.lookup(protocol)[0].transductive else {}),
         "benchmark": {"name": b.name, "spec": b.spec, **b.info},
         "metrics": flat, "intervals": bounds, "interval_methods": how, "interval_config": interval_config(),
         **({"composed": b.composed} if getattr(b, "composed", None) else {}),

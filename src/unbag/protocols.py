@@ -1,5 +1,6 @@
 """Every protocol unbag scores with, joined from the layers that declare them: scoring (global),
-sgi (sgi, sgi:paper) and heads (head:PATH). To add a protocol: declare it beside its code and add
+sgi (sgi, sgi:paper), heads (head:PATH) and
+ttm (ttm, ttm:OPTIONS; transductive). To add a protocol: declare it beside its code and add
 its table here (CONTRIBUTING.md)."""
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from .heads.protocol import PROTOCOLS as HEADS
 from .heads.shipped import shipped_head
 from .scoring import PROTOCOLS as SCORING, Protocol
 from .sgi.presets import PROTOCOLS as SGI, SGI_PRESETS
+from .ttm import PROTOCOLS as TTM
 
 # exact names, then prefixes ending in ':' whose argument follows
-PROTOCOLS: dict[str, Protocol] = {**SCORING, **SGI, **HEADS}
+PROTOCOLS: dict[str, Protocol] = {**SCORING, **SGI, **HEADS, **TTM}
 __all__ = ["PROTOCOLS", "SGI_PRESETS", "build", "lookup", "resolve"]
 
 

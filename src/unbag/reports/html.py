@@ -85,7 +85,7 @@ def paper_rows(paths: list[str | os.PathLike], results: list[Result]) -> tuple[s
                 model, _, protocol = cell.partition(" ")
                 r = mine.get((model, protocol, bench))
                 ours = None if r is None or key not in r.res["metrics"] else r.res["metrics"][key]
-                rows.append([model, labelled(protocol, r.res.get("recipe") if r else None), (bench, None, None),
+                rows.append([model, labelled(protocol, r.res if r else None), (bench, None, None),
                              (key, None, None), (value, None, key),
                              None if ours is None else (ours, r, key, half(r.res, key)),
                              None if ours is None else (reproduced(ours, r.res.get("intervals", {}).get(key), value), None, None)])
@@ -274,8 +274,8 @@ def main_table(rows, grid: Grid, baseline: str | None = None) -> tuple[list[str]
         cells += [avg, *(mets.get(k) for _, k in grid.joined)]
         if vs:
             cells.append((vs[(m, p)], None, None) if (m, p) in vs else None)
-        recipe = next((e[1].res.get("recipe") for k, e in mets.items() if k in keys and hasattr(e[1], "res")), None)
-        body.append([m, labelled(p, recipe), *cells])
+        first = next((e[1].res for k, e in mets.items() if k in keys and hasattr(e[1], "res")), None)
+        body.append([m, labelled(p, first), *cells])
     return head, body
 
 

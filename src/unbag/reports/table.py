@@ -66,9 +66,13 @@ def mean_half(halves: list[float | None]) -> float | None:
 RECIPES = {"paper": "paper", "unbag": "unbag's"}  # how a row says whose recipe its protocol is
 
 
-def labelled(protocol: str, recipe: str | None) -> str:
-    """A row's protocol with whose recipe it is, as its results file records it: "SGI [unbag's]"."""
-    return f"{protocol} [{RECIPES[recipe]}]" if recipe in RECIPES else protocol
+def labelled(protocol: str, res: dict | None) -> str:
+    """A row's protocol with whose recipe it is, as its results file `res` records it ("SGI [unbag's]"),
+    and "transductive" for a protocol that adapted the model on the items it scored (ttm)."""
+    res = res or {}
+    tags = [RECIPES[res["recipe"]]] if res.get("recipe") in RECIPES else []
+    tags += ["transductive"] if res.get("transductive") else []
+    return f"{protocol} [{', '.join(tags)}]" if tags else protocol
 
 
 def pct(v: float, h: float | None = None) -> str:
@@ -138,7 +142,7 @@ def summary_tables(cells: list[tuple[str, str, dict, object]]) -> list[tuple[str
         specs = sorted({res["benchmark"].get("spec", name) for _, _, res, _ in group})
         rows = []
         for m, p, res, ref in group:
-            rows.append([m, labelled(p, res.get("recipe")),
+            rows.append([m, labelled(p, res),
                          *[(res["metrics"][k], ref, k, half(res, k)) if k in res["metrics"] else None for k in keys]])
             pub = published(res["model"], name) if res["protocol"] == "global" else None
             if pub is not None and any(k in pub.metrics for k in keys):
@@ -218,7 +222,7 @@ def general_ability(cells: list[tuple[str, str, dict, object]]) -> tuple[list[st
     per: dict[tuple[str, str], dict[str, tuple]] = {}
     specs: list[str] = []
     for m, p, res, ref in cells:
-        p = labelled(p, res.get("recipe"))
+        p = labelled(p, res)
         key = summary(res["benchmark"]["name"]).general
         if key and key in res["metrics"]:
             spec = res["benchmark"].get("spec", res["benchmark"]["name"])
@@ -252,7 +256,7 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
     of cells a protocol could not score. None without suite results."""
     folders = suite_folders()
     cols: list[tuple[str, str]] = []
-    recipes: dict[tuple[str, str], str | None] = {}
+    recipes: dict[tuple[str, str], dict] = {}  # a column's results, for its label
     got: dict[str, dict[tuple[str, str], list]] = {}
     used: dict[str, dict[str, list[str]]] = {}  # row -> benchmark -> the keys its score averaged
     short: dict[str, set[str]] = {}  # row -> declared keys missing from some column's results
@@ -264,7 +268,7 @@ def suite_table(cells: list[tuple[str, str, dict, object]], absent: tuple[tuple[
         if score is not None:
             keys = s.suite_keys(res["metrics"])
             cols += [(m, p)] if (m, p) not in cols else []
-            recipes[(m, p)] = res.get("recipe")
+            recipes[(m, p)] = res
             h = mean_half([half(res, k) for k in keys])
             got.setdefault(row, {}).setdefault((m, p), []).append((score, ref, keys[0] if len(keys) == 1 else None, h))
             used.setdefault(row, {}).setdefault(name, keys)
@@ -427,7 +431,8 @@ def print_grids(cells: list[tuple[str, str, dict, object]]) -> None:
         if g is not None:
             mine = res.get("recipe") == "unbag"
             own |= mine
-            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, p + ("*" if mine else "")), ({}, {}))
+            label = p + ("*" if mine else "") + (" (transductive)" if res.get("transductive") else "")
+            row = grids.setdefault(g.name, (g, {}))[1].setdefault((m, label), ({}, {}))
             row[0].update(res["metrics"])
             row[1].update({k: half(res, k) for k in res["metrics"]})
     mark = "; * unbag's own recipe (unmarked: the paper's)" if own else ""

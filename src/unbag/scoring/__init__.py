@@ -29,6 +29,8 @@ class Protocol:
     # whose recipe it is: "paper" (a paper's, or the baseline every paper reports) or "unbag"
     # (unbag's own improvement); or a function of the options it records (a head's: its kind's)
     recipe: str | Callable[[dict], str] = "paper"
+    # it adapts the model on the items it scores (ttm): its results say so, and every table labels it
+    transductive: bool = False
 
 
 def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable, dict]:

@@ -92,8 +92,13 @@ class TripletCLIPObjective(Objective):
         own = batch["twin_of"][keep].to(batch["pixels"].device)
         keep_t = torch.tensor(keep, dtype=torch.long, device=batch["pixels"].device)
         n = len(keep)
-        images = backend.encode_images(torch.cat([batch["pixels"][own], batch["twin_pixels"][keep_t]])).embeds
-        texts = backend.encode_texts(torch.cat([batch["ids"][own], batch["twin_ids"][keep_t]])).embeds
+        if n:
+            images = backend.encode_images(torch.cat([batch["pixels"][own], batch["twin_pixels"][keep_t]])).embeds
+            texts = backend.encode_texts(torch.cat([batch["ids"][own], batch["twin_ids"][keep_t]])).embeds
+        else:  # none in this process's share (other processes may have some): an empty share, as wide
+            with torch.no_grad():
+                d = backend.encode_texts(batch["ids"][:1]).embeds.shape[-1]
+            images = texts = torch.zeros((0, d), device=batch["pixels"].device)
         scale = backend.logit_scale
         u, u_neg = gather_varlen(images[:n]), gather_varlen(images[n:])
         v, v_neg = gather_varlen(texts[:n]), gather_varlen(texts[n:])
