@@ -211,3 +211,14 @@ def test_uneven_intervals_are_shown_as_they_are_in_every_output():
     assert _pm_html(1.0, half(res, "hi")) == '<span class="pm"> +0.0/-1.8</span>'
     assert _cell_md((0.0, None, "lo", half(res, "lo"))) == "0.0 +1.8/-0.0"
     assert mean_half([half(res, "hi"), half(res, "lo")]) == pytest.approx((0.009 ** 2 * 2) ** 0.5 / 2)  # still a half-width
+
+
+def test_the_new_methods_published_numbers_read_back_as_written():
+    from unbag.reports.published import published
+    ce = published("open_clip:CE-CLIP@coco-ft", "aro-vgr")
+    assert ce.kind == "official" and ce.metrics == {"macro/acc": 0.830} and "2306.08832" in ce.source
+    sc = published("open_clip:TripletCLIP@finetuned", "sugarcrepe").metrics
+    subsets = [k for k in sc if k != "macro/acc"]
+    assert len(subsets) == 7 and abs(sum(sc[k] for k in subsets) / 7 - sc["macro/acc"]) < 5e-4  # the table's own mean
+    assert published("open_clip:FSC-CLIP-LoRA@coco-ft", "winoground").metrics == {"all/group": 0.065}
+    assert published("open_clip:FSC-CLIP@coco-ft", "sugarcrepe").metrics == {"macro/acc": 0.851}
