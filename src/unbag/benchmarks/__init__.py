@@ -112,10 +112,12 @@ def _ctrl_retrieval(path: str, world: str | None, seed: int):
 CTRL_GRID = Grid(
     "ctrl", CATEGORIES,
     average=CATEGORIES[:3], chance=1 / 6,
-    note="Strict '>': ties count as wrong. Chance: group 16.7. Retrieval: ctrl-retrieval recall@1 "
+    note="Strict '>': ties count as wrong. Chance: group 16.7, GroupMatch 50 (the true pairing of a SWAP "
+         "pair beats the swapped one in total; arXiv 2510.07632). Retrieval: ctrl-retrieval recall@1 "
          "(image->text, text->image), ties against the model.",
-    joined=(("R@1 i2t", "all/retrieval/i2t/R@1"), ("R@1 t2i", "all/retrieval/t2i/R@1")),
-    joined_title="retrieval R@1", metrics=("text", "image", "group"))
+    joined=(("GroupMatch ID", "id/all/groupmatch"), ("GroupMatch OOD", "ood/all/groupmatch"),
+            ("R@1 i2t", "all/retrieval/i2t/R@1"), ("R@1 t2i", "all/retrieval/t2i/R@1")),
+    joined_title="GroupMatch and retrieval R@1", metrics=("text", "image", "group", "groupmatch"))
 EXPLAIN = ("ood-color-0000", "ood-size-0000", "ood-material-0000", "ood-count-0000", "ood-relation-0000")
 
 BENCHMARKS: dict[str, Kind] = {
