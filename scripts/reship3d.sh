@@ -132,6 +132,11 @@ overlay ft --steps 600 --batch-size 128 --lr 1e-4 --warmup 50 --select ctrl-id@3
 overlay negclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
 overlay clic --steps 600 --batch-size 128 --lr 1e-4
 overlay degla --steps 300 --batch-size 96 --lr 1e-4 --warmup 25
+# the field's baselines (2026-12-07): NegCLIP's budget; FSC-CLIP trains LoRA factors at 10x the rate,
+# as its paper does; no heads are trained for them (the loop below)
+overlay ce-clip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
+overlay fsc-clip --steps 600 --batch-size 128 --lr 1e-3 --warmup 50
+overlay tripletclip --steps 600 --batch-size 128 --lr 1e-4 --warmup 50
 for m in ${MODELS:-pretrained ft negclip clic degla}; do
   spec="$S/$B"; [ "$m" != pretrained ] && spec="$S/$B/methods/$m"
   h="$S/$B/heads/$m"

@@ -67,3 +67,15 @@ def test_a_missing_coco_image_in_a_loader_worker_is_one_line(coco_captions, tmp_
                     warmup=0, workers=1)
     assert "image file not found" in str(e.value) and "Traceback" not in str(e.value)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("method", ["ce-clip", "fsc-clip"])
+def test_the_fields_baselines_train_on_coco(coco_captions, method, tmp_path):
+    import unbag
+
+    out = unbag.train(method, "builtin", coco_captions, tmp_path / method, steps=2, batch_size=4, warmup=1,
+                      log_every=1)
+    log = [json.loads(x) for x in (tmp_path / method / "log.jsonl").read_text().splitlines()]
+    assert (out / "open_clip_config.json").is_file() and len(log) == 2
+    # free text: the typed slots come from spaCy's tags (every caption here has a noun to replace)
+    assert all(r["negatives"] >= 4 for r in log)

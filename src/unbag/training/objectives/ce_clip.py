@@ -195,7 +195,7 @@ class CEObjective(Objective):
                                 o.cmr_fixed_threshold).cpu()
         loss = l_itc + o.lambda_cmr * l_cmr + o.lambda_imc * l_imc
         return loss, {"logit_scale": float(scale.detach()), "itc": float(l_itc.detach()),
-                      "cmr": float(l_cmr.detach()), "imc": float(l_imc.detach()),
+                      "cmr": float(l_cmr.detach()), "imc": float(l_imc.detach()), "negatives": int(valid.sum()),
                       **{f"theta_{s}": float(x) for s, x in zip(SLOTS, self.theta)}}
 
     def state(self) -> dict:
