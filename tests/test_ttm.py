@@ -28,6 +28,12 @@ def test_pseudo_pairs_by_hand():
     assert pseudo_pairs(torch.tensor([[[0.3, 0.3, 0.1]]]), 0.0) == []  # a tie: skipped
 
 
+def test_ttm_alone_takes_the_defaults():
+    from unbag import protocols
+    p, arg = protocols.lookup("ttm")
+    assert p.transductive and arg == "" and protocols.lookup("ttm:rounds=2")[1] == "rounds=2"
+
+
 def test_config_schedule_and_options():
     cfg = TTMConfig()
     assert [round(x, 4) for x in cfg.thresholds()] == [2.0, 1.7778, 1.5556, 1.3333, 1.1111, 0.8889, 0.6667,

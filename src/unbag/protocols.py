@@ -30,6 +30,8 @@ def lookup(protocol: str) -> tuple[Protocol, str]:
     """(the registered protocol, its argument) for a protocol string."""
     if protocol in PROTOCOLS:
         return PROTOCOLS[protocol], ""
+    if protocol + ":" in PROTOCOLS and PROTOCOLS[protocol + ":"].bare:  # named alone: its defaults ("ttm")
+        return PROTOCOLS[protocol + ":"], ""
     for key, p in PROTOCOLS.items():
         if key.endswith(":") and protocol.startswith(key):
             return p, protocol[len(key):]

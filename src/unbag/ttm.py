@@ -175,8 +175,7 @@ def _ttm(arg: str, options: dict, bench: "str | Benchmark"):
     return score, recorded
 
 
-PROTOCOLS: dict[str, Protocol] = {
-    "ttm": Protocol("ttm[:KEY=VALUE,...] (Test-Time Matching: adapts the model on the scored items; transductive)",
-                    lambda arg, options, bench: _ttm("", options, bench), recipe="paper", transductive=True),
-    "ttm:": Protocol("ttm:KEY=VALUE,...", _ttm, recipe="paper", transductive=True),
+PROTOCOLS: dict[str, Protocol] = {  # `ttm` alone: the defaults
+    "ttm:": Protocol("ttm[:KEY=VALUE,...] (Test-Time Matching: adapts the model on the scored items; transductive)",
+                     _ttm, recipe="paper", transductive=True, bare=True),
 }

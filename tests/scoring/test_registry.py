@@ -5,7 +5,8 @@ from unbag import protocols
 from unbag.errors import UnbagError
 
 # a runnable example of every registered protocol (a protocol registered without one fails below)
-EXAMPLES = {"global": "global", "sgi": "sgi", "sgi:paper": "sgi:paper", "head:": "head:builtin:tfregions"}
+EXAMPLES = {"global": "global", "sgi": "sgi", "sgi:paper": "sgi:paper", "head:": "head:builtin:tfregions",
+            "ttm:": "ttm:rounds=1,epochs=1"}
 
 
 def test_every_registered_protocol_has_an_example():

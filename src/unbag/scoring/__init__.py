@@ -31,6 +31,7 @@ class Protocol:
     recipe: str | Callable[[dict], str] = "paper"
     # it adapts the model on the items it scores (ttm): its results say so, and every table labels it
     transductive: bool = False
+    bare: bool = False  # a prefix protocol ("ttm:") that may be named alone ("ttm") for its defaults
 
 
 def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple[Callable, dict]:
