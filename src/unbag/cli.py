@@ -285,11 +285,23 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     p.add_argument("--version", action="version", version=f"unbag {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
+    for build in (_p_demo, _p_world, _p_train, _p_eval, _p_features, _p_export, _p_run, _p_suite, _p_report,
+                  _p_compare, _p_negatives, _p_explain):
+        build(sub, methods, benches, sgi)
+    _show_defaults(p)
+    return p
+
+
+def _p_demo(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag demo`'s parser."""
     d = sub.add_parser("demo", help="the main job: shipped models x protocols on ctrl + report")
     d.add_argument("--out", default="unbag-demo", help="folder for results (default: unbag-demo)")
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(fn=_demo)
 
+
+def _p_world(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag world build | pool | show`'s parser."""
     w = sub.add_parser("world", help="the controlled world").add_subparsers(dest="world_cmd", required=True)
     b = w.add_parser("build", help="write a ctrl benchmark to disk")
     b.add_argument("--out", required=True)
@@ -331,6 +343,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     s.add_argument("--overwrite", action="store_true", help="replace --out even if unbag did not draw it")
     s.set_defaults(fn=_world_show)
 
+
+def _p_train(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag train`'s parser."""
     t = sub.add_parser("train", help="train or fine-tune a model")
     if methods:
         from .heads import HEADS
@@ -340,7 +355,7 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
                    "pretraining-siblings] (the default world) | world@WORLD[:DIST] | pool:DIR | csv:PATH | coco:ANNOTATIONS[:IMAGES] | "
-                   "jsonl:PATH | wds:URLS | degla:FILE[:IMAGE_DIR], or a feature cache DIR for the heads")
+                   "jsonl:PATH | wds:URLS | triplets:FILE.jsonl | degla:FILE[:IMAGE_DIR], or a feature cache DIR for the heads")
     if methods:
         _add_head_options(t)
     t.add_argument("--no-hard-negatives", action="store_true", help="heads on caption data: leave each "
@@ -380,6 +395,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     _add_overwrite(t)
     t.set_defaults(fn=_train)
 
+
+def _p_eval(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag eval`'s parser."""
     e = sub.add_parser("eval", help="score a model on a benchmark")
     e.add_argument("--model", default=None, help="model spec (default: builtin, unbag's 3.5M-parameter model of "
                    "synthetic scenes; warned about on photographs)")
@@ -389,7 +407,8 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
                    + " (layouts: docs/benchmarks.md); "
                    "repeat it for several (e.g. zero-shot datasets): --out is then a folder of one file each")
     e.add_argument("--protocol", default="global", help="global | sgi (unbag's SGI) | sgi:paper (the paper's "
-                   "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions|tflocal-li (docs/sgi.md, docs/heads.md)")
+                   "recipe) | head:PATH | head:builtin:tflocal|tfglobal|tfregions|tflocal-li (docs/sgi.md, docs/heads.md) | "
+                   "ttm[:KEY=VALUE,...] (Test-Time Matching: adapts the model on the scored items, transductive)")
     e.add_argument("--out", default=None, help="results JSON (per-item JSONL is written beside it)")
     e.add_argument("--batch-size", type=int, default=256)
     e.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16; "
@@ -405,6 +424,10 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     if sgi:
         _add_sgi_options(e)
     e.set_defaults(fn=_eval)
+
+
+def _p_features(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag features`'s parser."""
     f = sub.add_parser("features", help="cache frozen features for head training")
     f.add_argument("--model", default=None, help="model spec (default: builtin, unbag's 3.5M-parameter model of "
                    "synthetic scenes; warned about on photographs)")
@@ -425,6 +448,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     _add_overwrite(f)
     f.set_defaults(fn=_features)
 
+
+def _p_export(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag export`'s parser."""
     xp = sub.add_parser("export", help="write a model as a plain folder its library loads (open_clip local-dir, "
                         "or transformers)")
     xp.add_argument("model", help="a model spec, e.g. builtin or builtin:clic")
@@ -433,6 +459,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     _add_overwrite(xp)
     xp.set_defaults(fn=_export)
 
+
+def _p_run(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag run`'s parser."""
     r = sub.add_parser("run", help="run a plan: models x benchmarks x protocols (resumable)")
     r.add_argument("plan", help="a TOML plan file (docs/plans.md), or `paper`: the packaged plan of the SGI / TFLocal "
                    "paper's experiment (arXiv 2604.11496), filled in by the options below")
@@ -450,13 +479,16 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=_run)
 
+
+def _p_suite(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag suite`'s parser."""
     su = sub.add_parser("suite", help="every compositionality benchmark found under a root, one table (resumable)")
     su.add_argument("--model", required=True, help="model spec, e.g. open_clip:ViT-B-32-quickgelu@openai (builtin: "
                     "unbag's 3.5M-parameter model of synthetic scenes)")
     su.add_argument("--root", required=True, help="a folder holding one folder per benchmark: ROOT/NAME/ is what "
                     "NAME:DIR reads; image roots elsewhere in ROOT/suite.toml (docs/benchmarks.md, 'The suite')")
     su.add_argument("--protocol", action="append", default=None, help="global (default) | sgi | sgi:paper | "
-                    "head:builtin:tflocal ...; repeat it for several")
+                    "head:builtin:tflocal | ttm (transductive) ...; repeat it for several")
     su.add_argument("--out", default="unbag-suite", help="run folder (default: unbag-suite); a rerun reuses "
                     "its finished cells")
     su.add_argument("--precision", default="auto", help="auto (bf16 on CUDA, fp32 elsewhere) | fp32 | bf16 | fp16")
@@ -471,6 +503,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     su.add_argument("--quiet", action="store_true")
     su.set_defaults(fn=_suite)
 
+
+def _p_report(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag report`'s parser."""
     rp = sub.add_parser("report", help="HTML + Markdown report of results files")
     rp.add_argument("results", nargs="+", help="results JSON files, or run folders (OUT of unbag run; their "
                     "SGI explanation images are linked)")
@@ -485,6 +520,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     _add_overwrite(rp)
     rp.set_defaults(fn=_report)
 
+
+def _p_compare(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag compare`'s parser."""
     cp = sub.add_parser("compare", help="two results on the same items: paired difference, McNemar, items apart")
     cp.add_argument("a", help="results file A (of unbag eval, run or suite, with its per-item file beside it)")
     cp.add_argument("b", help="results file B, on the same items")
@@ -492,6 +530,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.set_defaults(fn=_compare)
 
+
+def _p_negatives(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag negatives`'s parser."""
     n = sub.add_parser("negatives", help="write typed hard negatives in DeGLA's layout")
     n.add_argument("--data", default="world", help="world[@WORLD][:DIST] (stream "
                    "samples) | csv:PATH | jsonl:PATH")
@@ -507,6 +548,9 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
                    "not write them (never the caption file read)")
     n.set_defaults(fn=_negatives)
 
+
+def _p_explain(sub, methods: bool, benches: bool, sgi: bool) -> None:
+    """`unbag explain`'s parser."""
     x = sub.add_parser("explain", help="draw which region each caption segment matches under SGI")
     x.add_argument("--model", default=None, help="model spec (default: builtin, unbag's 3.5M-parameter model of "
                    "synthetic scenes; warned about on photographs)")
@@ -523,8 +567,6 @@ def parser(methods: bool = True, benches: bool = True, sgi: bool = True) -> argp
     if sgi:
         _add_sgi_options(x)
     x.set_defaults(fn=_explain)
-    _show_defaults(p)
-    return p
 
 
 def _show_defaults(p: argparse.ArgumentParser) -> None:
