@@ -11,6 +11,7 @@ of scikit-image's photographs. Each line says the device it ran on.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -98,6 +99,21 @@ def paper(device: str, model: str, steps: int) -> None:
         line("paper's plan, AMP", f"{device}: exit {rc}, {steps} steps a table, in {time.perf_counter() - t:.1f} s")
 
 
+def baselines(device: str, model: str, steps: int) -> None:
+    """CE-CLIP, FSC-CLIP (LoRA) and TripletCLIP for a few steps on the world (bf16 autocast on CUDA)."""
+    from unbag.training.engine import TrainConfig, Trainer
+
+    for method in ("ce-clip", "fsc-clip", "tripletclip"):
+        with tempfile.TemporaryDirectory() as d:
+            t = time.perf_counter()
+            cfg = TrainConfig.for_method(method, model=model, data="world@flat", steps=steps, batch_size=8,
+                                         warmup=1, workers=0, log_every=1, device=device)
+            Trainer(cfg, d).fit(progress=False)
+            last = (Path(d) / "log.jsonl").read_text().splitlines()[-1]
+            line(f"{method}, AMP", f"{device}: {steps} steps in {time.perf_counter() - t:.1f} s, last loss "
+                 f"{float(json.loads(last)['loss']):.4f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cpu", action="store_true", help="the CPU fallback with small sizes (CI)")
@@ -110,6 +126,7 @@ def main() -> None:
     model = "open_clip:unbag-tiny@random" if small else "open_clip:ViT-B-32@random"
     evaluate(device, model, 1 if small else 20)
     paper(device, model, 2 if small else 5)
+    baselines(device, model, 2 if small else 5)
 
 
 if __name__ == "__main__":
