@@ -105,10 +105,7 @@ def test_ce_clip_trains_on_the_world_and_records_its_thresholds(tmp_path):
 
 
 @pytest.mark.slow
-def test_ce_clip_resumes_exactly_with_its_thresholds(tmp_path, interrupted):
-    Trainer(_cfg(), tmp_path / "full").fit(progress=False)
-    interrupted(_cfg(), tmp_path / "cut", 5)  # the checkpoint of step 3 survives, its thresholds with it
-    Trainer(_cfg(), tmp_path / "cut").fit(resume=True, progress=False)
-    a, b = ([json.loads(x) for x in (tmp_path / d / "log.jsonl").read_text().splitlines()] for d in ("full", "cut"))
+def test_ce_clip_resumes_exactly_with_its_thresholds(resumed):
+    a, b = resumed(_cfg)
     assert [r["loss"] for r in a] == [r["loss"] for r in b]
     assert [r["theta_object"] for r in a] == [r["theta_object"] for r in b]
