@@ -163,3 +163,11 @@ def test_a_packed_builtin_folder_loads_as_the_builtin_does(tmp_path):
     a, b = models.load("builtin"), models.load(str(tmp_path))
     assert not b.random_weights
     assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+
+
+def test_the_shipped_tripletclip_copy_loads_over_the_builtin():
+    import torch
+
+    import unbag
+    base, tuned = unbag.load_model("builtin").model.state_dict(), unbag.load_model("builtin:tripletclip").model.state_dict()
+    assert set(base) == set(tuned) and any(not torch.equal(base[k], tuned[k]) for k in base)
