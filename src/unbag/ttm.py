@@ -116,10 +116,9 @@ def adapt_and_score(backend: Backend, bench: Benchmark, cfg: TTMConfig, batch_si
     mine.model = model
     gen = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    opt = torch.optim.AdamW([p for p in model.parameters()], lr=cfg.lr, weight_decay=cfg.weight_decay,
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             betas=(0.9, 0.999))
-    record = {"transductive": True, "ttm": asdict(cfg), "thresholds": cfg.thresholds(), "groups_per_round": [],
-              "pairs_trained": 0}
+    record = {"thresholds": cfg.thresholds(), "groups_per_round": [], "pairs_trained": 0}
 
     def logits() -> torch.Tensor:
         model.eval()
@@ -169,7 +168,7 @@ def _ttm(arg: str, options: dict, bench: "str | Benchmark"):
 
     def score(backend: Backend, b: Benchmark, batch_size: int = 256, progress: bool = False) -> torch.Tensor:
         scores, rec = adapt_and_score(backend, b, cfg, batch_size, progress)
-        recorded["adaptations"].append({k: v for k, v in rec.items() if k not in ("transductive", "ttm")})
+        recorded["adaptations"].append(rec)
         return scores
 
     return score, recorded

@@ -230,8 +230,9 @@ class TripletSource(FileSource):
 
     def record(self, k: int, twins: bool = False, extra: int = 0, typed: int = 0, slots=None) -> Record:
         rec = super().record(k, twins, extra, typed, slots)
-        path, caption = self.twins[self.index(k)]
-        rec.twin_image = load_image(str(path), f"{self.path}: row {self.index(k) + 1} neg_image")
+        i = self.index(k)
+        path, caption = self.twins[i]
+        rec.twin_image = load_image(str(path), f"{self.path}: row {i + 1} neg_image")
         rec.twin_caption = caption
         return rec
 
@@ -385,7 +386,7 @@ class TrainBatches(IterableDataset):
         views = {"objects": True} if self.objects and not concat_step else {}
         get = (lambda i, k: recs[i]) if recs else (lambda i, k: src.record(
             k, twins=self.twins or self.negatives, extra=2 if concat_step else 0, typed=self.typed, **views,
-            **({"slots": self.slots} if self.slots else {})))
+            slots=self.slots))
         rs = [get(i, k) for i, k in enumerate(ks)]
         # the epoch a batch belongs to (a file's rows, read over and over); a stream has one
         rows = len(src.rows) if isinstance(src, FileSource) else 0
