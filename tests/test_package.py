@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_WHEEL_BYTES = 12_000_000  # 12 MB
+# The built-in model (1.1 MB), four heads (~7.5 MB) and eight method overlays (~1 MB each at fp16):
+# about 15 MB; the budget catches a stray dense checkpoint, not the next overlay.
+MAX_WHEEL_BYTES = 18_000_000
 
 
 @pytest.mark.slow
-def test_the_wheel_ships_every_weight_in_under_12_mb(tmp_path):
+def test_the_wheel_ships_every_weight_in_under_18_mb(tmp_path):
     src = tmp_path / "src"  # a copy, so no stale build/ folder of the checkout can slip into it
     shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for f in ("pyproject.toml", "README.md"):
