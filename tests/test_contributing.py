@@ -7,14 +7,22 @@ import torch
 CONTRIBUTING = Path(__file__).parents[1] / "CONTRIBUTING.md"
 
 
-def test_the_worked_example_head_registers_trains_a_step_and_scores():
-    from unbag.heads import HEADS, HeadConfig
+def test_the_worked_example_head_registers_trains_a_step_and_scores(tmp_path, monkeypatch):
+    from unbag.heads import HeadConfig, heads
     from unbag.heads.common import head_inputs, image_fields, match_loss, text_fields
     from unbag.heads.train import build
+    from unbag.utils import collect
 
     block = re.search(r"### Worked example: a head.*?```python\n(.*?)```", CONTRIBUTING.read_text(), re.S).group(1)
     try:
-        exec(compile(block, str(CONTRIBUTING), "exec"), {})
+        # saved as a file of a package, the registry's collector finds its table
+        (tmp_path / "plugin_heads").mkdir()
+        (tmp_path / "plugin_heads" / "__init__.py").write_text("")
+        (tmp_path / "plugin_heads" / "late.py").write_text(block)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        found = collect("plugin_heads", "HEADS")
+        assert list(found) == ["late"]
+        heads().update(found)
         cfg = HeadConfig(kind="late", dim=8, patches=4, layers=0)
         head = build(cfg)
         assert image_fields(cfg) == ["img_global", "img_patches"] and text_fields(cfg) == ["phr_global", "phr_mask"]
@@ -31,4 +39,4 @@ def test_the_worked_example_head_registers_trains_a_step_and_scores():
         loss.backward()
         assert head.logit_scale.grad is not None
     finally:
-        HEADS.pop("late", None)
+        heads().pop("late", None)

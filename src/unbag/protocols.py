@@ -1,7 +1,7 @@
-"""Every protocol unbag scores with, joined from the layers that declare them: scoring (global),
-sgi (sgi, sgi:paper), heads (head:PATH) and
-ttm (ttm, ttm:OPTIONS; transductive). To add a protocol: declare it beside its code and add
-its table here (CONTRIBUTING.md)."""
+"""Every protocol unbag scores with, collected from the `PROTOCOLS` tables of the layers that score:
+scoring/ (global), sgi/ (sgi, sgi:paper), heads/ (head:PATH) and ttm.py (ttm, ttm:OPTIONS;
+transductive). To add a protocol: declare it in the table of the file that implements it
+(CONTRIBUTING.md)."""
 from __future__ import annotations
 
 import functools
@@ -9,14 +9,14 @@ from typing import Callable
 
 from .cache import JobCache
 from .errors import UnbagError
-from .heads.protocol import PROTOCOLS as HEADS
 from .heads.shipped import shipped_head
-from .scoring import PROTOCOLS as SCORING, Protocol
-from .sgi.presets import PROTOCOLS as SGI, SGI_PRESETS
-from .ttm import PROTOCOLS as TTM
+from .scoring import Protocol
+from .sgi.presets import SGI_PRESETS
+from .utils import collect
 
 # exact names, then prefixes ending in ':' whose argument follows
-PROTOCOLS: dict[str, Protocol] = {**SCORING, **SGI, **HEADS, **TTM}
+PROTOCOLS: dict[str, Protocol] = {k: p for layer in ("unbag.scoring", "unbag.sgi", "unbag.heads", "unbag.ttm")
+                                  for k, p in collect(layer, "PROTOCOLS").items()}
 __all__ = ["PROTOCOLS", "SGI_PRESETS", "build", "lookup", "resolve"]
 
 

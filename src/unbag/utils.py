@@ -1,10 +1,12 @@
-"""Small shared helpers: atomic writes and provenance."""
+"""Small shared helpers: atomic writes, provenance, and `collect`, how every registry finds its entries."""
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import json
 import os
+import pkgutil
 import platform
 import shutil
 import stat
@@ -550,3 +552,22 @@ def items_hash(data: bytes) -> str:
     """The SHA-256 a results file records of its per-item file."""
     import hashlib
     return hashlib.sha256(data).hexdigest()
+
+
+def collect(name: str, table: str) -> dict:
+    """Every entry of the module-level dict `table` declared by module `name` or, when it is a
+    package, by each of its modules (in name order; the package's __init__ is not read). unbag's one
+    way to register a thing (model backend, objective, protocol, head, benchmark, world): declare it
+    in the table of the file that implements it; a name declared twice is an error naming both files."""
+    mod = importlib.import_module(name)
+    mods = [importlib.import_module(f"{name}.{m.name}")
+            for m in sorted(pkgutil.iter_modules(mod.__path__), key=lambda m: m.name)] \
+        if hasattr(mod, "__path__") else [mod]
+    out: dict = {}
+    where: dict[str, str] = {}
+    for m in mods:
+        for key, thing in getattr(m, table, {}).items():
+            if key in out:
+                raise RuntimeError(f"{table} {key!r} is declared twice: in {where[key]} and {m.__name__}")
+            out[key], where[key] = thing, m.__name__
+    return out

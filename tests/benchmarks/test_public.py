@@ -144,7 +144,7 @@ def test_bivlc_maps_its_rows_to_i2t_t2i_and_group_on_hand_made_scores(bivlc_dir,
     own caption, T2I each caption its own image (BiVLC, arXiv 2406.09952); strict '>'."""
     import torch
 
-    import unbag.scoring
+    import unbag.scoring.cosine
 
     b = benchmarks.load(f"bivlc:{bivlc_dir}")
     assert all(it.captions == [f"a {c0} cat", f"a {c1} cat"] for it, (c0, c1) in
@@ -153,7 +153,7 @@ def test_bivlc_maps_its_rows_to_i2t_t2i_and_group_on_hand_made_scores(bivlc_dir,
     hand = torch.tensor([[[0.9, 0.1], [0.2, 0.8]],    # everything right
                          [[0.6, 0.1], [0.7, 0.8]],    # I2T right; T2I wrong (the negative image wins the caption)
                          [[0.5, 0.5], [0.1, 0.9]]])   # a tie in I2T: wrong, and counted
-    monkeypatch.setattr(unbag.scoring, "score_global", lambda *a, **k: hand)
+    monkeypatch.setattr(unbag.scoring.cosine, "score_global", lambda *a, **k: hand)
     res = evaluate(MODEL, f"bivlc:{bivlc_dir}", progress=False)
     m = res["metrics"]
     assert (m["all/text"], m["all/image"], m["all/group"]) == pytest.approx((2 / 3, 2 / 3, 1 / 3))

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import os
-import pkgutil
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from .. import utils
 from ..errors import UnbagError
@@ -22,15 +20,7 @@ from ..world.styles import WORLDS, resolve, size, split_world, world as world_of
 from ..world.swap import CATEGORIES
 from .base import Benchmark, Item, image_key, load_image, ref_file
 from .common import inside
-from .kinds import DEFAULT_SUMMARY, RETRIEVAL, ZERO_SHOT, Grid, Kind, Summary
-
-
-def _call(module: str, fn: str, *args: str) -> Callable:
-    """A loader that imports `module` when first used and passes the spec parts named in `args`."""
-    def load(path: str, third: str | None, seed: int):
-        given = {"path": path, "image_root": third or None, "dataset": third or None, "seed": seed}
-        return getattr(importlib.import_module(f".{module}", __name__), fn)(*(given[a] for a in args))
-    return load
+from .kinds import DEFAULT_SUMMARY, RETRIEVAL, Grid, Kind, Summary
 
 
 def _ctrl(path: str, world: str | None, seed: int):
@@ -129,31 +119,16 @@ BENCHMARKS: dict[str, Kind] = {
     "ctrl-retrieval": Kind(f"ctrl-retrieval[@{'|@'.join(WORLDS)}][:N]", _ctrl_retrieval, needs_dir=False, global_only=True,
                            summary=dataclasses.replace(RETRIEVAL, grid=CTRL_GRID),
                            stamp=_render_stamp, worlds=True, pictures="world"),
-    "imagefolder": Kind("imagefolder:DIR[:DATASET]", _call("classification", "load", "path", "dataset"),
-                        global_only=True, dataset=True, summary=ZERO_SHOT),
-    "wds": Kind("wds:DIR[:DATASET] (CLIP_benchmark's webdataset: classification or retrieval)",
-                _call("classification", "load_wds", "path", "dataset"), global_only=True, dataset=True,
-                summary=Summary(ZERO_SHOT.columns + RETRIEVAL.columns, ("all/zeroshot/top1", "all/retrieval/i2t/R@1"),
-                                general="all/zeroshot/top1")),
-    "karpathy": Kind("karpathy:FILE[:IMAGE_ROOT]", _call("retrieval", "karpathy", "path", "image_root"),
-                     image_root=True, global_only=True, summary=RETRIEVAL),
 }
-
-
-# modules of this package that hold no benchmark
-_HELPERS = {"base", "common", "kinds", "prompts", "shapes", "webdataset"}
 
 
 def _declared() -> dict[str, Kind]:
     """The benchmarks declared in their own modules (a module-level `BENCHMARKS`), module by module
     in name order: a new benchmark is one new file."""
-    out: dict[str, Kind] = {}
-    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if m.name not in _HELPERS:
-            for name, k in getattr(importlib.import_module(f".{m.name}", __name__), "BENCHMARKS", {}).items():
-                if name in BENCHMARKS or name in out:
-                    raise RuntimeError(f"benchmark {name!r} is declared twice (benchmarks/{m.name}.py)")
-                out[name] = k
+    out = dict(sorted(utils.collect(__name__, "BENCHMARKS").items()))  # help and errors list them by name
+    twice = sorted(set(out) & set(BENCHMARKS))
+    if twice:
+        raise RuntimeError(f"benchmark(s) {', '.join(twice)} declared both in a module and in benchmarks/__init__.py")
     return out
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from ..errors import UnbagError, warn
 from ..utils import read_text, walk_files
 from . import prompts
+from .kinds import RETRIEVAL, ZERO_SHOT, Kind, Summary
 from .webdataset import wds_image, wds_samples
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
@@ -193,3 +194,13 @@ def load_wds(root: str | Path, dataset: str | None = None):
         raise UnbagError(f"{root}: label {bad} outside the {n} classes of classnames.txt")
     return ClassificationSet("wds", f"wds:{root}", images, labels, names, templates,
                              {"classes": n, "images": len(images), "templates": len(templates), **info})
+
+
+BENCHMARKS = {
+    "imagefolder": Kind("imagefolder:DIR[:DATASET]", lambda path, third, seed: load(path, third or None),
+                        global_only=True, dataset=True, summary=ZERO_SHOT),
+    "wds": Kind("wds:DIR[:DATASET] (CLIP_benchmark's webdataset: classification or retrieval)",
+                lambda path, third, seed: load_wds(path, third or None), global_only=True, dataset=True,
+                summary=Summary(ZERO_SHOT.columns + RETRIEVAL.columns, ("all/zeroshot/top1", "all/retrieval/i2t/R@1"),
+                                general="all/zeroshot/top1")),
+}

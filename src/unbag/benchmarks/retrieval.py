@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..utils import read_text
 from .base import ImageRef
+from .kinds import RETRIEVAL, Kind
 
 CTRL_RETRIEVAL_SEED = 7777
 
@@ -147,3 +148,7 @@ def load_wds_retrieval(root) -> RetrievalSet:
         raise UnbagError(f"{root}/test: no samples")
     return RetrievalSet("wds", f"wds:{root}", images, texts, image_texts,
                         {"layout": "CLIP_benchmark webdataset", "n_images": len(images), "n_texts": len(texts)})
+
+
+BENCHMARKS = {"karpathy": Kind("karpathy:FILE[:IMAGE_ROOT]", lambda path, third, seed: karpathy(path, third or None),
+                               image_root=True, global_only=True, summary=RETRIEVAL)}

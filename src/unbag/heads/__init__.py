@@ -1,12 +1,7 @@
-"""Alignment heads over frozen features. Each head is one file that registers itself; this list
-of imports is the registry (CONTRIBUTING.md: adding a head)."""
-# each registers its head, in this order (help texts and errors list them so)
-from . import (
-    tfglobal,  # noqa: F401
-    tflocal,  # noqa: F401
-    tflocal_li,  # noqa: F401
-    tfregions,  # noqa: F401
-)
-from .common import HEADS, Head, HeadConfig, head_class, register_head
+"""Alignment heads over frozen features. Each head is one file declaring its `Head` in a module-level
+`HEADS` table; `heads()` collects them (CONTRIBUTING.md: adding a head)."""
+from .common import Head, HeadConfig, head_class, heads
 
-__all__ = ["HEADS", "Head", "HeadConfig", "head_class", "register_head"]
+HEADS = heads()  # every head, by name (in file-name order: help texts and errors list them so)
+
+__all__ = ["HEADS", "Head", "HeadConfig", "head_class", "heads"]

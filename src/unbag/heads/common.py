@@ -1,13 +1,15 @@
 """What every alignment head shares: its config, the registry, the base class that declares what a
 head reads, text and image inputs from cache fields, and the match loss.
 
-A head is one file: a `Head` subclass registered with `@register_head("NAME")` that declares what
-it attends to (`attends`), the options it takes (`min_layers`, `calibrates`) and, where it has
-them, the features it needs beyond the cache (`bench_fields`) and what it adds to its scores
-(`extra_scores`, `recorded`); heads/__init__.py imports it (CONTRIBUTING.md).
+A head is one file: a `Head` subclass with its `name`, declared in the file's module-level
+`HEADS = {NAME: CLASS}` table (collected by `heads()`), that declares what it attends to
+(`attends`), the options it takes (`min_layers`, `calibrates`) and, where it has them, the
+features it needs beyond the cache (`bench_fields`) and what it adds to its scores (`extra_scores`,
+`recorded`) (CONTRIBUTING.md).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import UnbagError
+from ..utils import collect
 
 if TYPE_CHECKING:
     from ..benchmarks.base import Benchmark
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 class HeadConfig:
     """Architecture of an alignment head (saved with its checkpoint). A field with `help` is a
     `unbag train` flag of its own (`--NAME`); the others follow from the feature cache."""
-    kind: str = "tflocal"  # a registered head's name (HEADS)
+    kind: str = "tflocal"  # a registered head's name (`heads()`)
     # phrases (each phrase encoded alone) | tokens (the whole caption's tokens)
     text: str = field(default="phrases", metadata={"help": "heads: phrases (default; each encoded alone) | tokens"})
     dim: int = 64  # joint-space width of the frozen backbone
@@ -42,7 +45,7 @@ class HeadConfig:
 
 class Head(nn.Module):
     """An alignment head over frozen features: (image, text) pairs -> one match score each."""
-    name = ""  # set by register_head
+    name = ""  # its registered name (`--method`, `head:builtin:NAME`)
     # its image tokens: "patches" (final-layer patches, plus first-block ones with `early`),
     # "regions" (SGI's region embeddings, with their sizes) or None (the global image vector only)
     attends: str | None = "patches"
@@ -56,7 +59,7 @@ class Head(nn.Module):
         if cfg.layers < cls.min_layers:
             raise UnbagError(f"--layers {cfg.layers}: head {cls.name} needs at least {cls.min_layers} layer(s)")
         if cfg.calibrate and not (cls.calibrates and cfg.text == "phrases"):
-            calibrating = ", ".join(n for n, h in HEADS.items() if h.calibrates)
+            calibrating = ", ".join(n for n, h in heads().items() if h.calibrates)
             raise UnbagError(f"--calibrate is for {calibrating} over phrases: it scores each phrase against its "
                              "alternatives")
 
@@ -77,23 +80,17 @@ class Head(nn.Module):
         return {}
 
 
-HEADS: dict[str, type[Head]] = {}
-
-
-def register_head(name: str):
-    """Class decorator: registers a Head under `name` (HeadConfig.kind, `--method`, `head:builtin:NAME`)."""
-    def add(cls: type[Head]) -> type[Head]:
-        cls.name = name
-        HEADS[name] = cls
-        return cls
-    return add
+@functools.cache
+def heads() -> dict[str, type[Head]]:
+    """Every head: the module-level `HEADS` tables of this package's files (one file per head)."""
+    return collect(__package__, "HEADS")
 
 
 def head_class(kind: str) -> type[Head]:
     """The registered head of a name."""
-    if kind not in HEADS:
-        raise UnbagError(f"unknown head {kind!r}; available: {', '.join(HEADS)}")
-    return HEADS[kind]
+    if kind not in heads():
+        raise UnbagError(f"unknown head {kind!r}; available: {', '.join(heads())}")
+    return heads()[kind]
 
 
 def text_inputs(fields: dict, text: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .common import Head, HeadConfig, register_head
+from .common import Head, HeadConfig
 
 
-@register_head("tfglobal")
 class TFGlobal(Head):
+    name = "tfglobal"
     attends = None  # the global image vector only
 
     def __init__(self, cfg: HeadConfig):
@@ -37,3 +37,6 @@ class TFGlobal(Head):
         pad = torch.cat([torch.zeros_like(mask[:, :1]), ~mask], 1)
         h = self.blocks(torch.cat([img, txt], 1), src_key_padding_mask=pad)
         return self.out(h[:, 0]).squeeze(-1)
+
+
+HEADS = {TFGlobal.name: TFGlobal}  # registered (heads/common.py `heads` collects it)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .common import Head, HeadConfig, register_head
+from .common import Head, HeadConfig
 
 
-@register_head("tflocal")
 class TFLocal(Head):
+    name = "tflocal"
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg
@@ -34,3 +34,6 @@ class TFLocal(Head):
         h = self.blocks(self.txt_in(text), memory, tgt_key_padding_mask=~mask)
         s = self.out(h).squeeze(-1).masked_fill(~mask, 0.0)
         return s.sum(1) / mask.sum(1).clamp(min=1)
+
+
+HEADS = {TFLocal.name: TFLocal}  # registered (heads/common.py `heads` collects it)

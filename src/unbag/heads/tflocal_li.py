@@ -27,11 +27,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .common import Head, HeadConfig, register_head
+from .common import Head, HeadConfig
 
 
-@register_head("tflocal-li")
 class TFLocalLI(Head):
+    name = "tflocal-li"
     min_layers = 0  # its context layer is optional
     calibrates = True
     recipe = "unbag"
@@ -89,3 +89,6 @@ def combine(best, text: torch.Tensor, mask: torch.Tensor, alt: torch.Tensor | No
         score = score - torch.where(alt_mask.any(-1), closest, torch.zeros_like(closest))
     score = score.masked_fill(~mask, 0.0)
     return score.sum(1) / mask.sum(1).clamp(min=1)
+
+
+HEADS = {TFLocalLI.name: TFLocalLI}  # registered (heads/common.py `heads` collects it)

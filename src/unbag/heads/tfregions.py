@@ -20,15 +20,15 @@ from torch import nn
 from ..sgi.config import SGIConfig
 from ..sgi.encode import encode_regions
 from ..sgi.protocol import score_sgi
-from .common import Head, HeadConfig, register_head
+from .common import Head, HeadConfig
 from .features import pack_regions
 
 if TYPE_CHECKING:
     from ..benchmarks.base import Benchmark
 
 
-@register_head("tfregions")
 class TFRegions(Head):
+    name = "tfregions"
     attends = "regions"
     recipe = "unbag"
 
@@ -90,3 +90,6 @@ def structure_checks(backend, bench, batch_size: int = 256, cache=None) -> torch
     declared = SGIConfig.for_benchmark(bench)  # the benchmark's count rule (3D: fit), never none
     cfg = replace(declared, counts="check" if declared.counts == "off" else declared.counts, relations="geometry")
     return score_sgi(backend, bench, batch_size, cfg=cfg, checks_only=True, cache=cache)
+
+
+HEADS = {TFRegions.name: TFRegions}  # registered (heads/common.py `heads` collects it)

@@ -1,101 +1,42 @@
 """Model registry: string specs -> backends.
 
-A spec is `PREFIX:REST` for a registered prefix, or the path of a saved model folder. To add a
-backend: implement `Backend` (base.py) in a module next to this one and register its prefix here
-(CONTRIBUTING.md).
+A spec is `PREFIX:REST` for a prefix some backend's file declares (its module-level `MODELS`
+table of `Form`s: overlay.py `builtin`, openclip.py `open_clip`, hf.py `hf`), or the path of a saved
+model folder. To add a backend: one module next to this one (CONTRIBUTING.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures
-
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "weights" / "builtin"
-BUILTIN_WEIGHTS = BUILTIN_DIR / "weights.safetensors"  # packed (models/overlay.py: pack_builtin; shipping.py)
-METHODS_DIR = Path(__file__).resolve().parent.parent / "weights" / "methods"
-
-
-@dataclass(frozen=True)
-class Form:
-    """A registered kind of model spec."""
-    form: str  # how its specs read, for help and errors
-    loader: Callable[[str, str, "str | torch.device"], Backend]  # (spec, text after 'PREFIX:', device)
-    # a cheap check of a spec without loading it (text after 'PREFIX:'): plans check every model
-    # before they write anything
-    check: Callable[[str], None] = lambda rest: None
-
-
-def _check_builtin(rest: str) -> None:
-    if rest and not (METHODS_DIR / rest / "overlay.json").is_file():
-        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
-        raise UnbagError(f"builtin:{rest}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
-
-
-def _builtin(spec: str, rest: str, device) -> Backend:
-    from .overlay import load_builtin, load_overlay
-    if not rest:
-        if not BUILTIN_WEIGHTS.is_file():
-            raise UnbagError(f"builtin: weights missing at {BUILTIN_WEIGHTS} (see src/unbag/weights/"
-                             "builtin/TRAINING.md for the command that trains them)")
-        return load_builtin(BUILTIN_DIR, spec, device)
-    _check_builtin(rest)
-    return load_overlay(METHODS_DIR / rest, spec, load, device)
-
-
-def _check_open_clip(rest: str) -> None:
-    from .openclip import check
-    check(rest)
-
-
-def _check_hf(rest: str) -> None:
-    if not rest:
-        raise UnbagError("hf: names no model; use hf:PATH_OR_ID")
-
-
-def _open_clip(spec: str, rest: str, device) -> Backend:
-    from .openclip import OpenCLIPBackend, parse
-    name, pretrained = parse(rest)
-    return OpenCLIPBackend(spec, name, pretrained, device=device)
-
-
-def _hf(spec: str, rest: str, device) -> Backend:
-    from .hf import HFBackend
-    return HFBackend(spec, rest, device=device)
+from ..utils import collect
+from .base import Backend, Form, ImageFeatures, TextFeatures
+from .overlay import BUILTIN_DIR, BUILTIN_WEIGHTS, METHODS_DIR, load_builtin, load_overlay
 
 
 def _folder(spec: str, device) -> Backend:
     """A saved unbag model, overlay or packed built-in model folder."""
     path = Path(spec)
     if (path / "overlay.json").is_file():
-        from .overlay import load_overlay
         return load_overlay(path, spec, load, device)
     if (path / "open_clip_config.json").is_file() and (path / "weights.safetensors").is_file() \
             and not (path / "open_clip_model.safetensors").is_file():
-        from .overlay import load_builtin
         return load_builtin(path, spec, device)  # a packed built-in model (shipping.save_builtin)
     if (path / "open_clip_config.json").is_file():
         from .openclip import OpenCLIPBackend
         return OpenCLIPBackend(spec, f"local-dir:{path}", device=device)
     if (path / "config.json").is_file() and (path / "preprocessor_config.json").is_file():
-        return _hf(spec, str(path), device)  # a transformers model folder (one unbag saved, for one)
+        from .hf import HFBackend
+        return HFBackend(spec, str(path), device=device)  # a transformers model folder (one unbag saved, for one)
     if path.exists():
         raise UnbagError(f"{spec}: not a model directory (no open_clip_config.json, or config.json with "
                          "preprocessor_config.json, inside)")
     raise UnbagError(f"unknown model spec {spec!r}; known forms: {', '.join(SPEC_FORMS)}")
 
 
-MODELS: dict[str, Form] = {
-    "builtin": Form("builtin | builtin:METHOD (shipped ft|negclip|clic|degla checkpoints)", _builtin,
-                    _check_builtin),
-    "open_clip": Form("open_clip:NAME[@PRETRAINED] | open_clip:local-dir:PATH | open_clip:hf-hub:ORG/REPO",
-                      _open_clip, _check_open_clip),
-    "hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)", _hf, _check_hf),
-}
+MODELS: dict[str, Form] = collect(__name__, "MODELS")  # every backend file's table, by prefix
 SPEC_FORMS = tuple(f.form for f in MODELS.values()) + (
     "PATH (a model folder unbag saved: open_clip, transformers, an overlay or a packed built-in model)",)
 

@@ -16,6 +16,17 @@ from PIL import Image
 from ..errors import UnbagError
 
 
+@dataclass(frozen=True)
+class Form:
+    """A kind of model spec (`PREFIX:REST`), declared by its backend's file in a module-level
+    `MODELS = {PREFIX: Form(...)}` table that models/__init__.py collects."""
+    form: str  # how its specs read, for help and errors
+    loader: Callable[[str, str, "str | torch.device"], "Backend"]  # (spec, text after 'PREFIX:', device)
+    # a cheap check of a spec without loading it (text after 'PREFIX:'): plans check every model
+    # before they write anything
+    check: Callable[[str], None] = lambda rest: None
+
+
 @dataclass
 class ImageFeatures:
     """Image features in the joint space (not normalised)."""

@@ -23,7 +23,7 @@ from PIL import Image
 from safetensors import SafetensorError
 
 from ..errors import UnbagError
-from .base import Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize, resize_crop
+from .base import Backend, Form, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize, resize_crop
 
 
 def _load(path: str):
@@ -203,3 +203,12 @@ class Preprocess:
         mean = torch.tensor(self.mean).view(3, 1, 1)
         std = torch.tensor(self.std).view(3, 1, 1)
         return (x - mean) / std
+
+
+def _check_hf(rest: str) -> None:
+    if not rest:
+        raise UnbagError("hf: names no model; use hf:PATH_OR_ID")
+
+
+MODELS = {"hf": Form("hf:PATH_OR_ID (transformers CLIP/SigLIP)",
+                     lambda spec, rest, device: HFBackend(spec, rest, device=device), _check_hf)}

@@ -10,7 +10,7 @@ from safetensors import SafetensorError
 
 from ..errors import UnbagError
 from . import stem
-from .base import Backend, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize
+from .base import Backend, Form, ImageFeatures, TextFeatures, by_length, cpu_chunked, gather_tokens, memo_tokenize
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 _configs_added = False
@@ -273,3 +273,12 @@ class OpenCLIPBackend(Backend):
         if extra:
             cfg["unbag"] = extra
         (Path(folder) / "open_clip_config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+
+
+def _from_spec(spec: str, rest: str, device) -> OpenCLIPBackend:
+    name, pretrained = parse(rest)
+    return OpenCLIPBackend(spec, name, pretrained, device=device)
+
+
+MODELS = {"open_clip": Form("open_clip:NAME[@PRETRAINED] | open_clip:local-dir:PATH | open_clip:hf-hub:ORG/REPO",
+                            _from_spec, check)}

@@ -27,6 +27,11 @@ import torch
 
 from ..errors import UnbagError
 from ..utils import read_json, read_safetensors
+from .base import Backend, Form
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "weights" / "builtin"
+BUILTIN_WEIGHTS = BUILTIN_DIR / "weights.safetensors"  # packed (`pack_builtin`; shipping.py)
+METHODS_DIR = Path(__file__).resolve().parent.parent / "weights" / "methods"
 
 ROW_TOL = 1e-4  # a row whose values leave base x scale by more than this is stored whole
 
@@ -160,3 +165,29 @@ def load_overlay(path: Path, spec: str, load, device: str | torch.device = "cpu"
              path / "weights.safetensors")
     backend.spec = spec
     return backend
+
+
+def _check_builtin(rest: str) -> None:
+    if rest and not (METHODS_DIR / rest / "overlay.json").is_file():
+        have = sorted(p.name for p in METHODS_DIR.glob("*") if (p / "overlay.json").is_file())
+        raise UnbagError(f"builtin:{rest}: no shipped checkpoint {rest!r}; available: {', '.join(have) or 'none'}")
+
+
+def _builtin(spec: str, rest: str, device=None) -> Backend:
+    """`builtin` (the packed built-in model) or `builtin:METHOD` (a shipped overlay over it)."""
+    if not BUILTIN_WEIGHTS.is_file():
+        raise UnbagError(f"builtin: weights missing at {BUILTIN_WEIGHTS} (see src/unbag/weights/"
+                         "builtin/TRAINING.md for the command that trains them)")
+    if not rest:
+        return load_builtin(BUILTIN_DIR, spec, device)
+    _check_builtin(rest)
+
+    def base(name: str, device=None):
+        if name != "builtin":
+            raise UnbagError(f"{METHODS_DIR / rest / 'overlay.json'}: a shipped overlay is over 'builtin', not {name!r}")
+        return load_builtin(BUILTIN_DIR, name, device)
+    return load_overlay(METHODS_DIR / rest, spec, base, device)
+
+
+MODELS = {"builtin": Form("builtin | builtin:METHOD (the shipped fine-tuned copies: "
+                          "weights/methods/README.md)", _builtin, _check_builtin)}

@@ -7,6 +7,7 @@ from ..benchmarks.base import Benchmark, image_key
 from ..cache import JobCache
 from ..models.base import Backend, config_id, weights_id
 from .encode import encode_images, encode_texts, precision_of, remembered
+from .protocol import Protocol
 
 CHUNK = 16384  # items whose embeddings are gathered at once
 
@@ -36,3 +37,10 @@ def score_global(backend: Backend, bench: Benchmark, batch_size: int = 256,
     for s in range(0, len(out), CHUNK):
         out[s:s + CHUNK] = torch.einsum("nid,ncd->nic", img[at_img[s:s + CHUNK]], txt[at_txt[s:s + CHUNK]])
     return out
+
+
+def _global(arg: str, options: dict, bench: "str | Benchmark") -> tuple:
+    return score_global, {}
+
+
+PROTOCOLS = {"global": Protocol("global (cosine of the global embeddings)", _global, cached=True, recipe="paper")}

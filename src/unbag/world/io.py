@@ -32,9 +32,8 @@ from .scene import HELD_OUT
 from .styles import check_render, size, world
 from .swap import CATEGORIES, SPLITS, SwapItem, build_item
 from .worlds import ordered_map
-from .worlds.clevr3d import WORLD as CLEVR3D
-from .worlds.flat import WORLD as FLAT
 
+CLEVR3D, FLAT = world("3d"), world("flat")
 FORMAT, VERSION = "unbag-ctrl", FLAT.ctrl_version
 
 

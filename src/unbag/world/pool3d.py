@@ -29,12 +29,12 @@ import numpy as np
 from ..errors import UnbagError
 from ..utils import atomic_dir, atomic_write, check_out, read_json
 from . import captions as cap
+from .render3d import PX_3D
 from .stream import Sample, Twin
+from .styles import world
 from .swap3d import scene_from_record, scene_record
-from .worlds.clevr3d import (
-    PX as PX_3D,
-    WORLD,  # the world a pool holds samples of
-)
+
+WORLD = world("3d")  # the world a pool holds samples of
 
 FORMAT, VERSION, SHARD = "unbag-pool3d", 1, 512
 

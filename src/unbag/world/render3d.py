@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .worlds.clevr3d import PX as PX_3D
+from .styles import world
+
+PX_3D = world("3d").px  # the 3D world's picture side (worlds/clevr3d.py)
 
 # Bumped whenever the same scene renders to other pixels (recorded by 3D benchmarks; flat ones are
 # at 1-2, so the numbers never meet). 3 (2026-12-02): the first 3D world.

@@ -13,8 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, shaded
-from .worlds.clevr3d import PX as PX_3D
+from .render3d import CLEVR_COLORS, PX_3D, SCALE, Obj3D, Scene3D, instances, jittered, shaded
 
 SHAPES3D = ("cube", "sphere", "cylinder")
 MATERIALS3D = ("rubber", "metal")

@@ -22,11 +22,10 @@ from dataclasses import replace
 import numpy as np
 
 from . import captions as cap
-from .render3d import instances, picture
+from .render3d import PX_3D, instances, picture
 from .scene3d import SHAPES3D, min_visible, place_drawn, placed
 from .stream import DISTRIBUTIONS, Distribution, Sample, Twin, _swaps, distribution  # noqa: F401 (a world's stream module names its distributions)
 from .swap3d import RELATIONS3D, VALUES, held_out, positions, random_obj, relation_holds
-from .worlds.clevr3d import PX as PX_3D
 
 
 def training_objects(rng: np.random.Generator, allow_held_out: bool) -> list:

@@ -24,10 +24,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import captions as cap
-from .render3d import CLEVR_COLORS, SCALE, Obj3D, Scene3D, instances, jittered, visible
+from .render3d import CLEVR_COLORS, PX_3D, SCALE, Obj3D, Scene3D, instances, jittered, visible
 from .scene3d import MATERIALS3D, SHAPES3D, TRIES, min_visible, placed
 from .worlds import item_id
-from .worlds.clevr3d import PX as PX_3D
 
 CATEGORIES = ("color", "size", "material", "count", "relation")
 SPLITS = ("id", "ood")

@@ -1,22 +1,11 @@
-"""Training objectives: one file each, registered by method name (each declares its `needs`)."""
+"""Training objectives: one file each, declaring its `Objective` in a module-level `OBJECTIVES`
+table (by method name), which this registry collects (`unbag.utils.collect`)."""
 from __future__ import annotations
 
+from ...utils import collect
 from .base import Needs, Objective
-from .ce_clip import CEObjective
-from .clic import CLICObjective
-from .clip import ClipObjective
-from .degla import DeGLAObjective
-from .dense import DenseObjective
-from .fsc_clip import FSCObjective
-from .ft import FTObjective
-from .negclip import NegCLIPObjective
-from .regions import RegionObjective
-from .tripletclip import TripletCLIPObjective
 
-OBJECTIVES: dict[str, type[Objective]] = {"clip": ClipObjective, "ft": FTObjective, "negclip": NegCLIPObjective,
-              "clic": CLICObjective, "degla": DeGLAObjective, "clip-dense": DenseObjective,
-              "clip-regions": RegionObjective, "ce-clip": CEObjective,
-              "fsc-clip": FSCObjective, "tripletclip": TripletCLIPObjective}
+OBJECTIVES: dict[str, type[Objective]] = collect(__name__, "OBJECTIVES")
 
 
 def options_of(method: str, given: dict) -> dict:

@@ -204,3 +204,6 @@ class CEObjective(Objective):
     def load_state(self, state: dict) -> None:
         if state:
             self.theta, self.epoch = torch.tensor(state["theta"], dtype=torch.float32), int(state["epoch"])
+
+
+OBJECTIVES = {CEObjective.name: CEObjective}  # registered (training/objectives/__init__.py collects it)

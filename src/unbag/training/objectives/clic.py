@@ -62,3 +62,6 @@ class CLICObjective(Objective):
         loss, parts = clic_loss(image, text, scale)
         return loss, {"logit_scale": float(scale.detach()), "clic_step": 1.0,
                       **{k: float(v.detach()) for k, v in parts.items()}}
+
+
+OBJECTIVES = {CLICObjective.name: CLICObjective}  # registered (training/objectives/__init__.py collects it)

@@ -30,3 +30,6 @@ class ClipObjective(Objective):
         scale = backend.logit_scale
         loss = clip_loss(image, text, scale)
         return loss, {"logit_scale": float(scale.detach())}
+
+
+OBJECTIVES = {ClipObjective.name: ClipObjective}  # registered (training/objectives/__init__.py collects it)

@@ -75,3 +75,6 @@ class DeGLAObjective(Objective):
         scale = backend.logit_scale
         loss, parts = degla_loss(gather(v), t, tn, gather(tv), tt, ttn, scale, valid)
         return loss, {"logit_scale": float(scale.detach()), **{k_: float(x.detach()) for k_, x in parts.items()}}
+
+
+OBJECTIVES = {DeGLAObjective.name: DeGLAObjective}  # registered (training/objectives/__init__.py collects it)

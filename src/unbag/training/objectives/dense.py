@@ -176,3 +176,6 @@ class DenseObjective(Objective):
             loss = loss + self.opts.swap_weight * swap
             logs["swap"] = float(swap.detach())
         return loss, logs
+
+
+OBJECTIVES = {DenseObjective.name: DenseObjective}  # registered (training/objectives/__init__.py collects it)

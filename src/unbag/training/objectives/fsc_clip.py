@@ -162,3 +162,6 @@ class FSCObjective(Objective):
         return loss, {"logit_scale": float(scale.detach()), "clip": float(l_clip.detach()),
                       "neg_global": float(l_g.detach()), "neg_local": float(l_l.detach()),
                       "negatives": int(valid.sum())}
+
+
+OBJECTIVES = {FSCObjective.name: FSCObjective}  # registered (training/objectives/__init__.py collects it)

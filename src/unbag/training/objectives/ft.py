@@ -37,3 +37,6 @@ class FTObjective(Objective):
         neg_i, neg_t = gather_varlen(image[n:]), gather_varlen(text[n:])
         loss = ft_loss(gather(image[:n]), gather(text[:n]), neg_i, neg_t, scale)
         return loss, {"logit_scale": float(scale.detach()), "negatives": len(neg_i)}
+
+
+OBJECTIVES = {FTObjective.name: FTObjective}  # registered (training/objectives/__init__.py collects it)

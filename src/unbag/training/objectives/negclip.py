@@ -39,3 +39,6 @@ class NegCLIPObjective(Objective):
         negs = gather_varlen(text[n:])
         loss = negclip_loss(image, gather(text[:n]), negs, scale)
         return loss, {"logit_scale": float(scale.detach()), "negatives": len(negs)}
+
+
+OBJECTIVES = {NegCLIPObjective.name: NegCLIPObjective}  # registered (training/objectives/__init__.py collects it)

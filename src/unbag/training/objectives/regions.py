@@ -94,3 +94,6 @@ class RegionObjective(DenseObjective):
             logs |= {"nouns": float(nouns.detach()), "nouns_right": float(right)}
             loss = loss + self.opts.noun_weight * nouns
         return loss, logs
+
+
+OBJECTIVES = {RegionObjective.name: RegionObjective}  # registered (training/objectives/__init__.py collects it)

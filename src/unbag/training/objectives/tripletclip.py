@@ -107,3 +107,6 @@ class TripletCLIPObjective(Objective):
         loss, parts = tripletclip_loss(u, v, u_neg, v_neg, scale, self.opts.variant)
         return loss, {"logit_scale": float(scale.detach()), "quadruples": len(u),
                       **{k: float(x.detach()) for k, x in parts.items()}}
+
+
+OBJECTIVES = {TripletCLIPObjective.name: TripletCLIPObjective}  # registered (training/objectives/__init__.py collects it)

@@ -1,17 +1,18 @@
 """unbag's worlds, each declared once in a module of this package (`flat.py`, `clevr3d.py`): what
 the rest of the package asks about a world's pictures, items, streams and SGI settings. Adding a
-world is adding one module here that defines `WORLD = World(...)`.
+world is adding one module here with its `WORLDS = {NAME: World(...)}` table.
 
-A declaration names the modules that implement it as strings, resolved when first asked, so that
-those modules can read the declaration's constants (its picture size) without an import cycle,
-and the registry costs nothing to import (`unbag --version` loads no renderer).
+A declaration's parts are plain imports inside its `parts` function, run when a part is first
+asked for, so the registry costs nothing to import (`unbag --version` loads no renderer); the part
+modules read the declaration's constants (its picture size) through `world.styles.world(NAME)`,
+never by importing the declaration, so no two modules import each other.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
+
+from ...utils import collect
 
 
 @dataclass(frozen=True)
@@ -26,24 +27,21 @@ class World:
     parallel: bool  # whether drawing pays for worker processes (a 3D scene costs ~45 ms, a flat one ~1)
     cached: bool = False  # whether the items it draws for a generated ctrl are kept on disk (world/cache.py)
     sgi: dict = field(default_factory=dict)  # SGI's options on its pictures (sgi/config.py SGIConfig)
-    renderer: str = ""  # module with render_version(px): the version of the pixels it draws at a side
-    stream: str = ""  # module with sample, twin, distribution, describe and DISTRIBUTIONS
-    # where its distributions' names are, when reading them from `stream` would cost more (the 3D
-    # stream module loads the renderer, and torch; the CLI's help needs only the names)
-    distribution_names: str = ""
-    swap: str = ""  # module with CATEGORIES, SPLITS, VALUES (size/color/material words) and build_item
-    shapes: str = ""  # its shape nouns
-    held_out: str = ""  # obj -> the held-out combinations it shows
-    item: str = ""  # (seed, split, category, index, px, device) -> (SwapItem, [RGB arrays], record fields)
-    boxes: str = ""  # (scene, px) -> each object's visible box [x0, y0, x1, y1] or None
-    # writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite, procs, device, recipe)
-    build: str = ""
+    # -> its parts by name: "renderer" (a module with render_version(px)), "stream" (a module with
+    # sample, twin, distribution, describe and DISTRIBUTIONS), "swap" (a module with CATEGORIES,
+    # SPLITS, VALUES and build_item), "shapes" (its shape nouns), "held_out" (obj -> whether it shows
+    # a held-out combination), "item" ((seed, split, category, index, px, device) -> (SwapItem,
+    # [RGB arrays], record fields)), "boxes" ((scene, px) -> each object's visible box or None),
+    # "build" (writes a ctrl folder: (out, seed, per_category, px, categories, progress, overwrite,
+    # procs, device, recipe))
+    parts: Callable[[], dict] = dict
+    # -> its distributions' names, cheaper than its stream module (the 3D one loads the renderer,
+    # and torch; the CLI's help needs only the names)
+    distribution_names: Callable[[], tuple] = tuple
 
     def part(self, name: str) -> Any:
-        """The module or attribute a field names, imported when first asked."""
-        mod, _, attr = getattr(self, name).partition(":")
-        m = importlib.import_module(f"unbag.world.{mod}")
-        return getattr(m, attr) if attr else m
+        """One of its parts (`parts`), imported when first asked."""
+        return self.parts()[name]
 
     def render_version(self, px: int | None = None) -> int:
         """The version of the pixels its renderer draws at side px (None: its own size)."""
@@ -56,7 +54,7 @@ class World:
         return tuple(self.part("swap").SPLITS)
 
     def distributions(self) -> tuple[str, ...]:
-        return tuple(self.part("distribution_names") if self.distribution_names else self.part("stream").DISTRIBUTIONS)
+        return tuple(self.distribution_names())
 
     def vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """Its attribute words: sizes, colours, materials."""
@@ -107,9 +105,5 @@ def ordered_map(fn: Callable, jobs: list, procs: int, chunksize: int = 4) -> Ite
 
 
 def declared() -> dict[str, World]:
-    """Every world declared in this package, by name (sorted by module name)."""
-    out = {}
-    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        w = importlib.import_module(f"{__name__}.{m.name}").WORLD
-        out[w.name] = w
-    return out
+    """Every world declared in this package, by name (by module name)."""
+    return collect(__name__, "WORLDS")

@@ -18,6 +18,20 @@ PX = 96
 # one view per region: on two 3D models a second phase cost 1.4 and 2.2 points OOD and 12% of the time
 SGI = {"regions": "objects", "fill": "rows", "counts": "fit", "phases": 1}
 
+
+
+def parts() -> dict:
+    """Its parts (World.parts): the ray caster's modules."""
+    from .. import io, render3d, scene3d, stream3d, swap3d
+    return {"renderer": render3d, "stream": stream3d, "swap": swap3d, "shapes": scene3d.SHAPES3D,
+            "held_out": swap3d.held_out, "item": io.item3d, "boxes": render3d.object_boxes, "build": io.build3d}
+
+
+def distribution_names() -> tuple:
+    from ..stream import DISTRIBUTIONS  # stream3d draws the flat stream's distributions
+    return DISTRIBUTIONS
+
+
 WORLD = World(
     name="3d",
     about="CLEVR-faithful 3D scenes (docs/world3d.md)",
@@ -27,13 +41,7 @@ WORLD = World(
     parallel=True,
     cached=True,
     sgi=SGI,
-    renderer="render3d",
-    stream="stream3d",
-    distribution_names="stream:DISTRIBUTIONS",  # stream3d draws the flat stream's distributions
-    swap="swap3d",
-    shapes="scene3d:SHAPES3D",
-    held_out="swap3d:held_out",
-    item="io:item3d",
-    boxes="render3d:object_boxes",
-    build="io:build3d",
+    parts=parts,
+    distribution_names=distribution_names,
 )
+WORLDS = {WORLD.name: WORLD}
