@@ -165,9 +165,14 @@ def test_a_packed_builtin_folder_loads_as_the_builtin_does(tmp_path):
     assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
 
 
-def test_the_shipped_tripletclip_copy_loads_over_the_builtin():
+@pytest.mark.parametrize("method", ["ce-clip", "fsc-clip", "tripletclip"])
+def test_the_shipped_baseline_copies_load_over_the_builtin_and_record_their_recipe(method):
+    import json
+
     import torch
 
     import unbag
-    base, tuned = unbag.load_model("builtin").model.state_dict(), unbag.load_model("builtin:tripletclip").model.state_dict()
+    base, tuned = unbag.load_model("builtin").model.state_dict(), unbag.load_model(f"builtin:{method}").model.state_dict()
     assert set(base) == set(tuned) and any(not torch.equal(base[k], tuned[k]) for k in base)
+    info = json.loads((models.METHODS_DIR / method / "overlay.json").read_text())
+    assert info["method"] == info["config"]["method"] == method and info["config"]["steps"] == 600
