@@ -38,15 +38,15 @@ def test_wds_classification_reads_clip_benchmarks_layout(wds_classification_dir)
     assert benchmarks.load(f"imagefolder:{wds_classification_dir}").labels == b.labels  # recognised as wds
 
 
-def test_wds_retrieval_and_clip_benchmark_annotation_files(wds_retrieval_dir, clip_benchmark_retrieval):
+def test_wds_retrieval_and_clip_benchmark_annotation_files(wds_retrieval_dir, clip_benchmark_retrieval_dir):
     r = benchmarks.load(f"wds:{wds_retrieval_dir}")
     assert len(r.images) == 3 and r.image_texts == [[0, 1], [2, 3], [4, 5]]
-    coco = benchmarks.load(f"karpathy:{clip_benchmark_retrieval / 'coco_test_karpathy.json'}")
+    coco = benchmarks.load(f"karpathy:{clip_benchmark_retrieval_dir / 'coco_test_karpathy.json'}")
     assert coco.images[0].endswith("val2014/COCO_val2014_000000000000.jpg") and coco.texts[:2] == ["a red cube",
                                                                                                     "a green cube"]
-    flickr = benchmarks.load(f"karpathy:{clip_benchmark_retrieval / 'flickr' / 'flickr30k_test_karpathy.txt'}")
+    flickr = benchmarks.load(f"karpathy:{clip_benchmark_retrieval_dir / 'flickr' / 'flickr30k_test_karpathy.txt'}")
     assert flickr.texts[0] == "a red dog, running" and flickr.image_texts == [[0, 1], [2, 3]]
-    for spec in (f"wds:{wds_retrieval_dir}", f"karpathy:{clip_benchmark_retrieval / 'coco_test_karpathy.json'}"):
+    for spec in (f"wds:{wds_retrieval_dir}", f"karpathy:{clip_benchmark_retrieval_dir / 'coco_test_karpathy.json'}"):
         assert "all/retrieval/i2t/R@1" in evaluate(MODEL, spec, progress=False)["metrics"]
 
 
@@ -169,7 +169,7 @@ def _cb_model():
 
 
 @pytest.mark.slow
-def test_numbers_match_clip_benchmarks_own_evaluate(imagefolder_dir, clip_benchmark_retrieval):
+def test_numbers_match_clip_benchmarks_own_evaluate(imagefolder_dir, clip_benchmark_retrieval_dir):
     """CLIP_benchmark 1.6.2's own zero-shot classification and retrieval, run on the same model and
     images, give unbag's numbers (fp32: amp off on both sides)."""
     pytest.importorskip("clip_benchmark")
@@ -194,7 +194,7 @@ def test_numbers_match_clip_benchmarks_own_evaluate(imagefolder_dir, clip_benchm
     assert ours["all/zeroshot/top1"] == pytest.approx(theirs["acc1"], abs=1e-6)
     assert ours["all/zeroshot/mean_per_class_recall"] == pytest.approx(theirs["mean_per_class_recall"], abs=1e-6)
 
-    r = benchmarks.load(f"karpathy:{clip_benchmark_retrieval / 'coco_test_karpathy.json'}")
+    r = benchmarks.load(f"karpathy:{clip_benchmark_retrieval_dir / 'coco_test_karpathy.json'}")
     from PIL import Image
     pairs = [(backend.preprocess(Image.open(p).convert("RGB")), [r.texts[t] for t in ts])
              for p, ts in zip(r.images, r.image_texts)]

@@ -213,46 +213,17 @@ def test_bad_fixture_files_name_the_field(tmp_path, sugarcrepe_dir):
         benchmarks.load("winoground")
 
 
-# a tiny fixture spec for every registered benchmark (a benchmark registered without one fails below)
-FIXTURES = {
-    "ctrl": lambda get: f"ctrl:{get('tiny_bench')}",
-    "ctrl-retrieval": lambda get: "ctrl-retrieval:12",
-    "sugarcrepe": lambda get: f"sugarcrepe:{get('sugarcrepe_dir')}",
-    "sugarcrepe++": lambda get: f"sugarcrepe++:{get('sugarcrepe_pp_dir')}",
-    "aro-vgr": lambda get: f"aro-vgr:{get('aro_dir')}",
-    "aro-vga": lambda get: f"aro-vga:{get('aro_dir')}",
-    "aro-coco-order": lambda get: f"aro-coco-order:{get('aro_dir')}",
-    "aro-flickr-order": lambda get: f"aro-flickr-order:{get('aro_dir')}",
-    "valse": lambda get: f"valse:{get('valse_dir')}",
-    "winoground": lambda get: f"winoground:{get('winoground_dir')}",
-    "bivlc": lambda get: f"bivlc:{get('bivlc_dir')}",
-    "imagefolder": lambda get: f"imagefolder:{get('imagefolder_dir')}",
-    "karpathy": lambda get: f"karpathy:{get('aro_dir') / 'dataset_coco.json'}",
-    "wds": lambda get: f"wds:{get('wds_classification_dir')}",
-    "whatsup": lambda get: f"whatsup:{get('whatsup_dir')}",
-    "vl-checklist": lambda get: f"vl-checklist:{get('vl_checklist_dir')}",
-    "vl-checklist-1k": lambda get: f"vl-checklist-1k:{get('vl_checklist_dir')}",
-    "spec": lambda get: f"spec:{get('spec_dir')}",
-    "colorswap": lambda get: f"colorswap:{get('colorswap_dir')}",
-    "vismin": lambda get: f"vismin:{get('vismin_dir')}",
-    "mmvp-vlm": lambda get: f"mmvp-vlm:{get('mmvp_vlm_dir')}",
-    "crepe": lambda get: f"crepe:{get('crepe_dir')}",
-    "eqben": lambda get: f"eqben:{get('eqben_dir')}",
-    "imagecode": lambda get: f"imagecode:{get('imagecode_dir')}",
-    "svo-probes": lambda get: f"svo-probes:{get('svo_probes_dir')}",
-    "naturalbench": lambda get: f"naturalbench:{get('naturalbench_dir')}",
-    "cola": lambda get: f"cola:{get('cola_dir')}",
-}
+# a tiny release for every registered benchmark (tests/benchmarks/releases; one registered without
+# one fails below)
 
-
-def test_every_registered_benchmark_has_a_fixture():
-    assert set(FIXTURES) == set(benchmarks.BENCHMARKS)
+def test_every_registered_benchmark_has_a_fixture(bench_spec):
+    assert bench_spec.names == set(benchmarks.BENCHMARKS)
 
 
 @pytest.mark.parametrize("name", list(benchmarks.BENCHMARKS))
 @pytest.mark.parametrize("model", ["open_clip", "hf-clip"])
-def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, request, build_hf, tmp_path_factory):
-    spec = FIXTURES[name](request.getfixturevalue)
+def test_every_benchmark_on_a_tiny_open_clip_and_a_tiny_hf_clip(name, model, bench_spec, build_hf, tmp_path_factory):
+    spec = bench_spec(name)
     model = "open_clip:unbag-tiny@random" if model == "open_clip" else \
         f"hf:{build_hf('clip', tmp_path_factory.mktemp('hfclip'))}"
     for protocol in ("global",) if benchmarks.kind(spec).global_only else ("global", "sgi"):
@@ -275,10 +246,10 @@ def test_a_shipped_head_scores_a_public_benchmark(winoground_dir, sugarcrepe_dir
 
 @pytest.mark.parametrize("name", [n for n, k in benchmarks.BENCHMARKS.items() if k.suite])
 @pytest.mark.slow
-def test_a_shipped_head_scores_every_suite_benchmark(name, request, tmp_path):
+def test_a_shipped_head_scores_every_suite_benchmark(name, bench_spec, tmp_path):
     from unbag.heads.shipped import shipped_head
 
-    spec = FIXTURES[name](request.getfixturevalue)
+    spec = bench_spec(name)
     res, items = _run(spec, tmp_path, protocol=shipped_head("head:builtin:tflocal", "builtin"))
     assert res["protocol"].startswith("head:") and len(items) == res["n_items"] > 0
     assert res["metrics"] and all(0.0 <= v <= 1.0 for v in res["metrics"].values())

@@ -116,17 +116,11 @@ def test_headline_says_when_the_best_is_not_separable_from_the_runner_up(h, sepa
 
 
 @pytest.fixture(scope="module")
-def every_benchmark(request, tmp_path_factory):
+def every_benchmark(bench_spec, tmp_path_factory):
     """One plan over every registered benchmark (global, and SGI where it applies), run, reported."""
-    import importlib.util
-
     from unbag.runner import run_plan
-    spec = importlib.util.spec_from_file_location("public", Path(__file__).parents[1] / "benchmarks" / "test_public.py")
-    public = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(public)
     d = tmp_path_factory.mktemp("mixed")
-    benches = "\n".join(f'{name.replace("+", "p")} = "{make(request.getfixturevalue)}"'
-                        for name, make in public.FIXTURES.items())
+    benches = "\n".join(f'{name.replace("+", "p")} = "{bench_spec(name)}"' for name in sorted(bench_spec.names))
     (d / "plan.toml").write_text(f'out = "{d / "run"}"\nexplain = []\n[models]\npre = "builtin"\n[benchmarks]\n{benches}\n'
                                  '[protocols]\nglobal = "global"\nSGI = { protocol = "sgi", phases = 1 }\n')
     results = run_plan(d / "plan.toml", progress=False)
