@@ -26,8 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 W = ROOT / "src" / "unbag" / "weights"
-METHODS = ("ft", "negclip", "clic", "degla")
-MODELS = ("pretrained",) + METHODS
+METHODS = ("ft", "negclip", "clic", "degla", "ce-clip", "fsc-clip", "tripletclip")
+MODELS = ("pretrained", "ft", "negclip", "clic", "degla")  # the models heads are shipped for
 KINDS = ("tfregions", "tflocal-li", "tflocal", "tfglobal")
 
 
