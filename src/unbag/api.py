@@ -205,10 +205,11 @@ def export(model: "str | Backend", out: str | os.PathLike, *, device: str | None
 def train(method: str, model: "str | None" = None, data: str | os.PathLike = "world",
           out: str | os.PathLike | None = None, *, resume: bool = False, progress: bool = False,
           overwrite: bool = False, **hyperparameters: Any) -> Path:
-    """Train `method` (clip, ft, negclip, clic, degla; or a head: tflocal, tflocal-li, tfglobal,
-    tfregions on a feature cache DIR as `data`) and return the folder of the trained model or head.
-    Hyperparameters are the CLI's flags as keywords (e.g. steps=600, lr=1e-4); unset ones take the
-    method's defaults. `resume=True` continues an interrupted run from OUT/ckpt. A folder `out`
+    """Train `method` (an objective: clip, ft, negclip, clic, degla, ce-clip, fsc-clip, tripletclip,
+    ...; or a head: tflocal, tflocal-li, tfglobal, tfregions on a feature cache DIR as `data`) and
+    return the folder of the trained model or head. Hyperparameters are the CLI's flags as keywords
+    (e.g. steps=600, lr=1e-4, a method's own options such as imc_form="released"); unset ones take
+    the method's defaults. `resume=True` continues an interrupted run from OUT/ckpt. A folder `out`
     that holds files unbag did not write is refused unless `overwrite`."""
     from .heads import HEADS
     if not out:
