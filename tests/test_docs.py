@@ -127,3 +127,15 @@ def test_overview_lists_every_command_and_the_docs_every_suite_benchmark():
     listed = {n.strip().lower().replace("'", "") for n in names.replace("\n", " ").split(",") if n.strip()}
     assert listed == set(suite_folders()), listed ^ set(suite_folders())  # the README names every suite folder
     assert all(BENCHMARKS[n].release for f in suite_folders().values() for n in f)
+
+
+# the guides a newcomer reads first (the index, the two recipes, the glossary, the model card) and
+# the lab's dated log are not reference pages
+GUIDES = {"overview.md", "recipes.md", "glossary.md", "model-card.md", "log.md"}
+
+
+def test_the_reference_pages_stay_short():
+    """docs/ reference pages total at most 1,500 lines; measurements and history go to docs/log.md."""
+    pages = [p for p in (ROOT / "docs").glob("*.md") if p.name not in GUIDES]
+    lines = {p.name: len(p.read_text().splitlines()) for p in pages}
+    assert len(pages) >= 8 and sum(lines.values()) <= 1500, lines
