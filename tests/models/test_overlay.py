@@ -88,19 +88,20 @@ def test_the_builtin_stores_every_token_the_world_captions_read():
 
     from safetensors.torch import load_file
 
-    import unbag
     from unbag.world import stream, stream3d
+    from unbag.world.styles import world
 
     stored = set(load_file(str(models.BUILTIN_WEIGHTS))["token_embedding.weight::rows"].tolist())
     m = models.load("builtin")
     config = json.loads((models.BUILTIN_WEIGHTS.parent / "open_clip_config.json").read_text())["unbag"]["config"]
     style = (config.get("options") or {}).get("vocabulary", "flat")  # runs before the 3D world: flat
-    # 10 items a category and split, 100 training captions: every word of the world's vocabulary
-    # (a few dozen) many times over, at a fifth of the drawing
-    bench = unbag.load_benchmark("ctrl", per_category=10, style=style)
-    captions = [c for item in bench for c in item.captions]
-    world = stream3d if style == "3d" else stream
-    captions += [world.sample(0, i, 16, "pretraining").caption for i in range(100)]
+    # the captions of 10 SWAP items a category and split, and of 100 training samples: every word of
+    # the world's vocabulary (a few dozen) many times over; drawn small, as only their words count
+    swap = world(style).part("swap")
+    captions = [c for split in swap.SPLITS for cat in swap.CATEGORIES for i in range(10)
+                for c in swap.build_item(0, split, cat, i, px=32).captions]
+    source = stream3d if style == "3d" else stream
+    captions += [source.sample(0, i, 16, "pretraining").caption for i in range(100)]
     tokens = m.tokenize(captions)
     eot = tokens.argmax(-1)  # open_clip's end token has the largest id
     read = {int(t) for row, end in zip(tokens, eot) for t in row[:end + 1]}
