@@ -2,6 +2,7 @@
 sharded evaluation. One launch runs every multi-process path (tests/torchrun_job.py)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,6 @@ METHODS, PROTOCOLS, TRAIN = _JOB.METHODS, _JOB.PROTOCOLS, _JOB.TRAIN
 @pytest.fixture(scope="module")
 def suite_root(winoground_dir, crepe_dir, imagecode_dir, cola_dir, tmp_path_factory):
     """Items of every shape: 2x2, one image x K captions (crops), K images x one caption, ragged K."""
-    import shutil
     root = tmp_path_factory.mktemp("suite")
     for name, src in (("winoground", winoground_dir), ("crepe", crepe_dir), ("imagecode", imagecode_dir),
                       ("cola", cola_dir)):
@@ -40,9 +40,7 @@ def suite_root(winoground_dir, crepe_dir, imagecode_dir, cola_dir, tmp_path_fact
     return root
 
 
-@pytest.fixture(scope="module")
-def two(tiny_bench, suite_root, tmp_path_factory):
-    out = tmp_path_factory.mktemp("torchrun")
+def _launch(out, tiny_bench, suite_root):
     logs = out / "logs"  # every rank's own stdout and stderr, kept: a failure shows each, not rank 0's alone
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "--log-dir", str(logs), "--redirects", "3", str(JOB), str(out), str(tiny_bench), str(suite_root)]
@@ -51,8 +49,25 @@ def two(tiny_bench, suite_root, tmp_path_factory):
     if r.returncode:
         ranks = "\n".join(f"--- {f.relative_to(logs)}:\n{f.read_text()[-3000:]}" for f in sorted(logs.rglob("*.log")))
         pytest.fail(f"torchrun exited {r.returncode}\n{ranks}\n--- torchrun:\n{r.stderr[-3000:]}")
-    return out
 
+
+@pytest.fixture(scope="module")
+def two(tiny_bench, suite_root, tmp_path_factory, worker_id):
+    """The one torchrun launch, shared by this session's pytest-xdist workers (whichever runs a test
+    here first launches it; its fixtures are built from the same seeds in every worker)."""
+    if worker_id == "master":
+        out = tmp_path_factory.mktemp("torchrun")
+        _launch(out, tiny_bench, suite_root)
+        return out
+    from filelock import FileLock
+    out = tmp_path_factory.getbasetemp().parent / "torchrun-shared"  # this session's, for every worker
+    with FileLock(str(out) + ".lock"):
+        if not (out / "done").is_file():
+            shutil.rmtree(out, ignore_errors=True)  # a launch that failed before: launch again
+            out.mkdir()
+            _launch(out, tiny_bench, suite_root)
+            (out / "done").touch()
+    return out
 
 def _log(out):
     return [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
