@@ -101,7 +101,7 @@ def test_the_builtin_stores_every_token_the_world_captions_read():
     captions = [c for split in swap.SPLITS for cat in swap.CATEGORIES for i in range(10)
                 for c in swap.build_item(0, split, cat, i, px=32).captions]
     source = stream3d if style == "3d" else stream
-    captions += [source.sample(0, i, 16, "pretraining").caption for i in range(100)]
+    captions += [source.sample(0, i, 32, "pretraining").caption for i in range(100)]  # 16 px: 8x the placing
     tokens = m.tokenize(captions)
     eot = tokens.argmax(-1)  # open_clip's end token has the largest id
     read = {int(t) for row, end in zip(tokens, eot) for t in row[:end + 1]}
