@@ -154,7 +154,7 @@ def test_negatives_cli_and_bad_types(tmp_path, capsys):
 @pytest.mark.slow
 def test_retrieval_eval_is_global_only(tmp_path, capsys):
     out = tmp_path / "r.json"
-    code, stdout, _ = _run(["eval", "--model", "builtin", "--bench", "ctrl-retrieval:200", "--out", str(out),
+    code, stdout, _ = _run(["eval", "--model", "builtin", "--bench", "ctrl-retrieval:40", "--out", str(out),
                             "--quiet"], capsys)
     res = json.loads(out.read_text())
     assert code == 0 and 0 < res["metrics"]["all/retrieval/i2t/R@1"] <= res["metrics"]["all/retrieval/i2t/R@5"]
