@@ -99,7 +99,7 @@ def test_match_loss_masks_missing_candidates():
 def builtin_cache(tmp_path_factory):
     if not models.BUILTIN_WEIGHTS.exists():
         pytest.skip("built-in weights not trained yet")
-    return extract_world(models.load("builtin"), tmp_path_factory.mktemp("fb") / "cache", n=200, progress=False)
+    return extract_world(models.load("builtin"), tmp_path_factory.mktemp("fb") / "cache", n=96, progress=False)
 
 
 @pytest.mark.parametrize("kind", ["tflocal", "tflocal-li", "tfglobal", "tfregions"])

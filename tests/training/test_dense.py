@@ -108,8 +108,9 @@ def test_swap_loss_gradients_finite_when_phrases_have_unequal_swaps():
 
 @pytest.mark.slow
 def test_clip_dense_trains_and_logs_its_dense_loss(tmp_path):
-    cfg = TrainConfig.for_method("clip-dense", steps=12, batch_size=16, warmup=2, workers=0, ckpt_every=100,
-                                 log_every=1, dense_weight=2.0, swap_weight=0.5)
+    # the flat world: a 3D sample costs about 45 ms to draw, and 12 steps of 16 would spend most of the test there
+    cfg = TrainConfig.for_method("clip-dense", data="world@flat", vocabulary="flat", steps=12, batch_size=16, warmup=2,
+                                 workers=0, ckpt_every=100, log_every=1, dense_weight=2.0, swap_weight=0.5)
     trainer = Trainer(cfg, tmp_path)
     assert trainer.objective.opts.dense_weight == 2.0 and trainer.objective.opts.swap_weight == 0.5
     assert not trainer.objective.opts.shape_swaps

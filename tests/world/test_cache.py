@@ -40,6 +40,8 @@ def test_kept_items_are_read_back_and_equal_the_drawn_ones(counted, monkeypatch,
     again = ctrl.generated(seed=5, per_category=1, px=32, style="3d", procs=1)
     assert len(counted) == 10  # nothing drawn the second time
     _same(first, again)
+    ood = ctrl.generated(seed=5, per_category=1, px=32, style="3d", procs=1, split="ood")  # one split: read back
+    assert len(counted) == 10 and [it.id for it in ood.items] == [it.id for it in first.items if it.id.startswith("ood-")]
     more = ctrl.generated(seed=5, per_category=2, px=32, style="3d", procs=1)
     assert len(counted) == 20 and sorted(counted[10:]) == sorted(f"{s}-{c}-1" for s in ("id", "ood")
                                                                   for c in world("3d").categories())

@@ -32,9 +32,9 @@ def _benchmark(items: list[Item], px: int, style: str, info: dict) -> Benchmark:
 
 def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int | None = None, style: str | None = None,
               procs: int | None = None, categories: list[str] | None = None, device: str | None = None,
-              progress: bool = False) -> Benchmark:
+              progress: bool = False, split: str | None = None) -> Benchmark:
     """The ctrl benchmark of a world (None: the default one) rendered in memory at px (None: the
-    world's size): the pixels of `unbag world build` (of some `categories` only, when given), over
+    world's size): the pixels of `unbag world build` (of some `categories` and one `split` only, when given), over
     `procs` processes (None: the machine's cores where the world pays for them and there are 20
     items a category or more; the same bytes for any number), or on a GPU `device` (the same
     pictures up to float rounding); items drawn before with the same recipe are read from the
@@ -43,8 +43,8 @@ def generated(seed: int = 0, per_category: int = DEFAULT_PER_CATEGORY, px: int |
     px = w.px if px is None else px
     if procs is None:
         procs = render_procs() if w.parallel and per_category >= 20 else 1
-    items = [_item(*got) for got in cache.swap_items(w, seed, per_category, px, categories, procs, device=device,
-                                                             progress=progress)]
+    items = [_item(*got) for got in cache.swap_items(w, seed, per_category, px, categories, procs, split=split,
+                                                             device=device, progress=progress)]
     return _benchmark(items, px, w.name, {"seed": seed, "per_category": per_category})
 
 
