@@ -158,7 +158,7 @@ two = "builtin:clic"
 ctrl = "ctrl:{tiny_bench}"
 [protocols]
 global = "global"
-paper = {{ protocol = "sgi:paper", models = ["two"], phases = 1 }}
+paper = {{ protocol = "sgi", models = ["two"], phases = 1 }}
 ''')
     seen = []
     real = evaluate_mod.evaluate
@@ -167,7 +167,7 @@ paper = {{ protocol = "sgi:paper", models = ["two"], phases = 1 }}
                         or real(backend, bench, **kw))
     cells = [r["cell"] for r in run_plan(p, progress=False)]
     assert [(c["model"], c["protocol"]) for c in cells] == [("one", "global"), ("two", "global"), ("two", "paper")]
-    assert seen[-1] == ("builtin:clic", "sgi:paper", {"phases": 1})  # `models` is not an SGI option
+    assert seen[-1] == ("builtin:clic", "sgi", {"phases": 1})  # `models` is not an SGI option
 
 
 def test_shipped_heads_resolve_per_model():

@@ -27,16 +27,17 @@ def test_an_explicit_size_is_drawn_and_recorded():
 
 
 @pytest.mark.slow
-def test_a_224_px_model_evaluated_on_ctrl_gets_224_px_pictures(tmp_path, monkeypatch):
+def test_a_224_px_model_evaluated_on_ctrl_gets_224_px_pictures(tmp_path, monkeypatch, build_hf):
     from unbag.evaluation import evaluate
     from unbag.runner import run_plan
 
     monkeypatch.setattr("unbag.benchmarks.ctrl.DEFAULT_PER_CATEGORY", 1)
-    res = evaluate("open_clip:ViT-B-32@random", "ctrl", progress=False, out=str(tmp_path / "r.json"))
+    big = f"hf:{build_hf('clip', tmp_path / 'clip224', image_size=224, patch=32)}"  # a CLIP's input side, tiny
+    res = evaluate(big, "ctrl", progress=False, out=str(tmp_path / "r.json"))
     assert res["benchmark"]["size"] == 224 and res["n_items"] == 10
     # a plan draws each side once, and a cell made at another side is made again
     plan = tmp_path / "plan.toml"
-    plan.write_text(f'out = "{tmp_path / "run"}"\nper_category = 1\n[models]\nbig = "open_clip:ViT-B-32@random"\n'
+    plan.write_text(f'out = "{tmp_path / "run"}"\nper_category = 1\n[models]\nbig = "{big}"\n'
                     '[benchmarks]\nctrl = "ctrl"\n[protocols]\nglobal = "global"\n')
     loads = []
     real = benchmarks.load

@@ -224,6 +224,7 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
     a 3D ctrl's learned regions, row fill, `fit` counts, one view) times the initial temperature,
     item by item."""
     from unbag import benchmarks
+    from unbag.cache import JobCache
     from unbag.evaluation import evaluate
     from unbag.heads.protocol import score_head
     from unbag.sgi.config import SGIConfig
@@ -237,10 +238,10 @@ def test_untrained_region_head_ranks_exactly_as_sgi(builtin_cache, tmp_path, tin
         from unbag.world.io import build
         tiny_bench = build(tmp_path / "ctrl3d", seed=3, per_category=1, progress=False, style="3d")
     bench = benchmarks.load(f"ctrl:{tiny_bench}")
-    backend = models.load("builtin")
-    sgi = score_sgi(backend, bench, cfg=SGIConfig.for_benchmark(bench))
-    assert torch.allclose(score_head(backend, bench, path=str(out)), 50.0 * sgi, atol=1e-3)
-    assert evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{out}", progress=False)["n_items"] == len(bench.items)
+    backend, job = models.load("builtin"), JobCache()  # the regions found and encoded once, for both
+    sgi = score_sgi(backend, bench, cfg=SGIConfig.for_benchmark(bench), cache=job)
+    assert torch.allclose(score_head(backend, bench, path=str(out), cache=job), 50.0 * sgi, atol=1e-3)
+    assert evaluate(backend, bench, f"head:{out}", progress=False, cache=job)["n_items"] == len(bench.items)
 
 
 def test_region_head_matches_object_phrases_to_single_regions_only():
