@@ -96,6 +96,22 @@ def test_plan_runs_every_cell_and_resumes_after_an_interruption(tiny_bench, tmp_
     run_plan(plan, progress=False)
     assert calls["n"] == 1 and set(json.loads(old.read_text())["intervals"]) == set(rec["metrics"])
 
+    # under torchrun rank 0 alone checks and writes the folder: another rank that looked would take a
+    # write of rank 0's half done (its temporary file) for a user's file, refuse, and leave rank 0
+    # waiting in a collective it would never join
+    from unbag import dist
+    out = tmp_path / "out"
+    (out / ".summary.json.tmp-half").write_text("")
+    seen = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    monkeypatch.setattr(dist, "rank", lambda: 1)
+    monkeypatch.setattr(dist, "barrier", lambda: None)
+    calls["n"] = 0
+    run_plan(plan, progress=False)
+    assert calls["n"] == 0 and {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == seen
+    monkeypatch.setattr(dist, "rank", lambda: 0)
+    with pytest.raises(UnbagError, match="did not write"):
+        run_plan(plan, progress=False)
+
 
 def test_bad_plans_name_the_field(tmp_path):
     p = tmp_path / "p.toml"

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import benchmarks
+from . import benchmarks, dist
 from .errors import UnbagError, warn
 from .protocols import SGI_PRESETS, resolve
 from .utils import at_least, atomic_write, check_out, guard_inputs, mark, read_json, read_toml, write_json
@@ -335,8 +335,12 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     if failed is not None and set(failed) >= set(plan["benchmarks"]):
         raise UnbagError("no benchmark could be read, nothing written: "
                          + "; ".join(f"{b}: {why}" for b, why in failed.items()))
-    root = run_folder(root)
-    atomic_write(root / "plan.toml", Path(path).read_text())
+    _, _, device = dist.init(device)  # under torchrun: each rank scores a slice of every cell
+    lead = dist.rank() == 0
+    if lead:  # one process checks and writes the folder: another would take its temporary files for a user's
+        root = run_folder(root)
+        atomic_write(root / "plan.toml", Path(path).read_text())
+    dist.barrier()
     model_specs = dict(plan.get("models", {}))
     from .heads import HEADS
     trained_heads, features = {}, {}
@@ -362,11 +366,12 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     cache = JobCache()  # the cells share regions and frozen features; dropped when the plan ends
     # the cells of this plan, listed before any runs: a report of the folder shows these only
     planned = [{"model": m, "benchmark": b, "protocol": p, "file": f"results/{cell_file(m, b, p)}"} for m, b, p in cells]
-    write_json(root / "summary.json", {"plan": str(recorded or path), "cells": planned, "finished": False,
-                                       **({"published": plan["published"]} if "published" in plan else {})})
+    if lead:
+        write_json(root / "summary.json", {"plan": str(recorded or path), "cells": planned, "finished": False,
+                                           **({"published": plan["published"]} if "published" in plan else {})})
     cols = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} cells"),
             TextColumn("{task.fields[cell]}"), TimeElapsedColumn()]
-    with Progress(*cols, disable=not progress) as bar:
+    with Progress(*cols, disable=not (progress and lead)) as bar:
         task = bar.add_task("plan", total=len(cells), cell="")
         for (m, b, p), planned_cell in zip(cells, planned):
             if failed is not None and b in failed:
@@ -405,6 +410,8 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
             res["cell"] = planned_cell
             results.append(res)
             bar.advance(task)
+    if not lead:  # rank 0 writes the results, the summary and the explanations
+        return results
     write_json(root / "summary.json", {"plan": str(recorded or path), "cells": planned, "finished": True,
                                        **({"published": plan["published"]} if "published" in plan else {})})
     sgi = next((protocols[p] for p in plan["protocols"] if protocols[p][0] in SGI_PRESETS), None)

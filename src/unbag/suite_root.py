@@ -133,7 +133,6 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
     """Score every suite benchmark under `root`; return the cells' results, the folders absent and
     the specs found. A benchmark that cannot be read (no item to score, a malformed file) is put in
     `failed` (name -> why) and the suite goes on to the next."""
-    from . import dist
     from .runner import run_plan
 
     found, missing = find(root, all_items)
@@ -141,7 +140,6 @@ def run_suite(model: str, root: str | os.PathLike, protocols: list[str], out: st
         raise UnbagError(f"{root}: none of the suite's benchmarks found (looked for the folders "
                          f"{', '.join(missing)}; docs/benchmarks.md)")
     text = plan_text(model, found, protocols, precision, outside)
-    _, _, device = dist.init(device)  # under torchrun: each rank scores a slice of every benchmark
     dest = Path(os.path.expanduser(out))
     with tempfile.TemporaryDirectory() as tmp:  # the plan is checked, and every benchmark read, before OUT is touched
         (Path(tmp) / "plan.toml").write_text(text)
