@@ -111,3 +111,12 @@ def test_two_processes_run_the_suite_as_one(two, suite_root, tmp_path):
         assert res["metrics"].keys() == ref["metrics"].keys()
         for k, v in ref["metrics"].items():
             assert res["metrics"][k] == pytest.approx(v, abs=1e-6), (f.name, k)
+
+
+def test_two_processes_run_a_plan_that_trains_a_head(two, tiny_bench, tmp_path):
+    """Rank 0 alone trains the plan's head; both score with it, as one process does with that head."""
+    head = two / "plan" / "train" / "tfl" / "head"
+    res = json.loads((two / "plan" / "results" / "builtin__ctrl__TFL.json").read_text())
+    one = evaluate("builtin", f"ctrl:{tiny_bench}", f"head:{head}", out=str(tmp_path / "one.json"), progress=False)
+    assert res["config"]["processes"] == 2 and one["config"]["processes"] == 1
+    assert res["metrics"] == pytest.approx(one["metrics"], abs=1e-6)

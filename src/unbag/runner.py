@@ -345,8 +345,11 @@ def run_plan(path: str | Path, out: str | None = None, progress: bool = True, de
     from .heads import HEADS
     trained_heads, features = {}, {}
     for name, table in plan.get("train", {}).items():
-        if table.get("method") in HEADS:
-            trained_heads[name] = head_entry(name, table, root, progress, device, model_specs, features)
+        if table.get("method") in HEADS:  # a head is trained by rank 0 alone (one process, no collectives)
+            if lead:
+                head_entry(name, table, root, progress, device, model_specs, features)
+            dist.barrier()
+            trained_heads[name] = root / "train" / name / "head"
         else:
             model_specs[name] = str(train_entry(name, table, root, progress, device))
     # items per category and split of the generated benchmarks that take a number (ctrl)
@@ -540,12 +543,15 @@ def train_entry(name: str, table: dict, root: Path, progress: bool, device: str)
     made_on = out.parent / f"{name}.data.json"  # beside the trainer's folder, which it replaces whole
     was = read_json(made_on).get("data_id") if made_on.is_file() else None
     if saved is not None and (config_diff(saved, cfg) or was != data_id):  # the plan or its data changed
-        check_out(out, "train", known=RUN_FILES)  # only a folder unbag's trainer wrote is replaced
-        shutil.rmtree(out)
+        if dist.rank() == 0:  # every rank decides alike; one replaces
+            check_out(out, "train", known=RUN_FILES)  # only a folder unbag's trainer wrote is replaced
+            shutil.rmtree(out)
+        dist.barrier()
     elif (out / "model" / "open_clip_config.json").is_file():
         return out / "model"
     Trainer(cfg, out).fit(resume=(out / "ckpt" / "trainer.pt").is_file(), progress=progress)
-    atomic_write(made_on, json.dumps({"data": cfg.data, "data_id": data_id}, indent=2) + "\n")
+    if dist.rank() == 0:
+        atomic_write(made_on, json.dumps({"data": cfg.data, "data_id": data_id}, indent=2) + "\n")
     return out / "model"
 
 
