@@ -241,7 +241,7 @@ def test_a_plan_trains_a_head_on_caption_data_and_scores_with_it(tiny_bench, coc
     got = run_plan(plan, progress=False)
     cells = {r["cell"]["protocol"]: r for r in got}
     assert set(cells) == {"global", "TFL"}
-    assert cells["TFL"]["config"]["options"]["head"]["kind"] == "tflocal" and cells["TFL"]["recipe"] == "paper"
+    assert cells["TFL"]["config"]["options"]["head"]["kind"] == "tflocal" and cells["TFL"]["recipe"] == "unbag"  # over phrases
     trained = tmp_path / "out" / "train" / "tfl"
     made = (trained / "head" / "head.json").stat().st_mtime_ns
     feats = (trained / "features" / "index.json").stat().st_mtime_ns

@@ -518,12 +518,13 @@ def _same_setup(res: dict, model: str, model_id: tuple | None, protocol: str, op
         return False
     if any(recorded_bench.get(k) != v for k, v in benchmarks.stamp(bench, per_category, px).items()):
         return False  # made by another renderer, at another size or on other items
-    from .protocols import build
+    from .protocols import build, recipe
 
     recorded = json.loads(json.dumps(build(protocol, options, bench)[1]))  # tuples -> lists, as stored
     return (res.get("model") == model and (res.get("model_id"), res.get("model_config_id")) == tuple(model_id or ())
             and res.get("config", {}).get("protocol") == protocol
-            and res.get("config", {}).get("options") == recorded)
+            and res.get("config", {}).get("options") == recorded
+            and res.get("recipe") == recipe(protocol, recorded))  # whose recipe it is, as unbag says now
 
 
 def train_entry(name: str, table: dict, root: Path, progress: bool, device: str) -> Path:

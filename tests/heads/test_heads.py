@@ -187,6 +187,18 @@ def test_heads_of_one_model_share_its_features_and_score_as_alone(builtin_cache,
     assert all(torch.equal(a, b) for a, b in zip(shared, alone)) and all(torch.equal(a, b) for a, b in zip(shared, cold))
 
 
+@pytest.mark.parametrize("cls, text, whose", [
+    (TFLocal, "tokens", "paper"), (TFLocal, "phrases", "unbag"),  # the paper's TFLocal reads caption tokens
+    (TFGlobal, "tokens", "paper"), (TFGlobal, "phrases", "paper"),  # the paper's control, either way
+    (TFRegions, "phrases", "unbag"), (TFLocalLI, "phrases", "unbag"), (TFLocalLI, "tokens", "unbag")])
+def test_whose_recipe_a_head_is_follows_its_text_inputs(cls, text, whose):
+    from unbag.protocols import recipe
+
+    head = {"kind": cls.name, "text": text}
+    assert cls.recipe_of(head) == whose
+    assert recipe("head:x", {"head": head}) == whose  # what a result records
+
+
 def test_swap_cache_pairs_the_two_halves_of_each_item(tiny, tmp_path):
     from unbag.heads.extract import extract_swaps
 

@@ -54,6 +54,11 @@ class Head(nn.Module):
     recipe = "paper"  # "paper": a paper's head (TFLocal, TFGlobal); "unbag": unbag's own
 
     @classmethod
+    def recipe_of(cls, head: dict) -> str:
+        """Whose recipe a trained head is, "paper" or "unbag", given its recorded config."""
+        return cls.recipe
+
+    @classmethod
     def check_config(cls, cfg: HeadConfig) -> None:
         """Refuse options this head cannot take (the CLI's flag names in the messages)."""
         if cfg.layers < cls.min_layers:

@@ -106,5 +106,5 @@ def _head(path: str, options: dict, bench: "str | Benchmark"):
 
 PROTOCOLS: dict[str, Protocol] = {
     "head:": Protocol("head:PATH | head:builtin:KIND (a trained alignment head; KIND: a registered head)", _head,
-                      cached=True, recipe=lambda recorded: head_class(recorded["head"]["kind"]).recipe),
+                      cached=True, recipe=lambda recorded: head_class(recorded["head"]["kind"]).recipe_of(recorded["head"])),
 }

@@ -3,7 +3,8 @@
 TFLocal of arXiv 2604.11496 (the architecture is unbag's choice, docs/heads.md). Each text vector (a caption phrase
 encoded on its own, or a caption token) is a query; `layers` transformer decoder layers let the
 queries attend to the projected patch tokens (with learned positions) and to each other; each query
-yields a score, averaged over the real (unmasked) queries.
+yields a score, averaged over the real (unmasked) queries. Over caption tokens (`--text tokens`) it
+is the paper's TFLocal; over phrases (the default, and the shipped heads) unbag's variant.
 """
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from .common import Head, HeadConfig
 
 class TFLocal(Head):
     name = "tflocal"
+
+    @classmethod
+    def recipe_of(cls, head: dict) -> str:
+        return "paper" if head.get("text") == "tokens" else "unbag"  # the paper's reads caption tokens
+
     def __init__(self, cfg: HeadConfig):
         super().__init__()
         self.cfg = cfg
