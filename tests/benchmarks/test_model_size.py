@@ -44,3 +44,9 @@ def test_a_224_px_model_evaluated_on_ctrl_gets_224_px_pictures(tmp_path, monkeyp
     monkeypatch.setattr(benchmarks, "load", lambda *a, **k: loads.append(k.get("px")) or real(*a, **k))
     (got,) = run_plan(plan, progress=False)
     assert got["benchmark"]["size"] == 224 and loads == [224]
+    run_plan(plan, progress=False)
+    assert loads == [224]  # reused
+    made = tmp_path / "run" / got["cell"]["file"]
+    made.write_text(made.read_text().replace('"size": 224', '"size": 96'))  # as if drawn at another side
+    (got,) = run_plan(plan, progress=False)
+    assert got["benchmark"]["size"] == 224 and loads == [224, 224]
