@@ -350,7 +350,8 @@ def _p_train(sub, methods: bool, benches: bool, sgi: bool) -> None:
     if methods:
         from .heads import HEADS
         from .training.objectives import OBJECTIVES
-    t.add_argument("--method", required=True, help=" | ".join([*OBJECTIVES, *HEADS]) if methods else "a method")
+    listed = f"{' | '.join(sorted(OBJECTIVES))}; heads: {' | '.join(sorted(HEADS))}" if methods else "a method"
+    t.add_argument("--method", required=True, help=listed)
     t.add_argument("--model", default=None, help="model spec to start from (default open_clip:unbag-tiny@random; heads: "
                    "the feature cache's backbone, checked when given)")
     t.add_argument("--data", default="world", help="world[:finetuning|pretraining|pretraining-web|"
