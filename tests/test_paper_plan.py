@@ -15,6 +15,9 @@ def test_the_plan_quotes_the_paper_only_for_a_model_it_measured(tmp_path):
                                          "model TFLocal": 0.151, "FT global": 0.019}
     assert plan["published"]["sugarcrepe"]["FT global"] == 0.855 and plan["benchmarks"]["sugarcrepe"] == "sugarcrepe:sc:coco"
     assert {t["data"] for t in plan["train"].values()} == {"coco:ann.json:imgs"}
+    # the paper's heads read the caption's tokens; unbag's read its phrases (their default)
+    assert {n: t.get("text") for n, t in plan["train"].items()} == {
+        "FT": None, "TFLocal": "tokens", "TFGlobal": "tokens", "TFRegions": None, "TFLocal-LI": None}
     assert "published" not in paper_plan("builtin", "ann.json:imgs")
     quick = paper_plan("builtin", "a:b", per_category=2, steps=3, batch_size=4, n=8)
     (tmp_path / "q.toml").write_text(quick)
