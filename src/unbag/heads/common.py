@@ -51,7 +51,7 @@ class Head(nn.Module):
     attends: str | None = "patches"
     min_layers = 1  # the fewest `layers` it can be built with
     calibrates = False  # takes `calibrate` (each phrase scored against its one-word alternatives)
-    recipe = "paper"  # "paper": a paper's head (TFLocal, TFGlobal); "unbag": unbag's own
+    recipe = "paper"  # "paper": a paper's head (TFGlobal; TFLocal over tokens, `recipe_of`); "unbag": unbag's own
 
     @classmethod
     def recipe_of(cls, head: dict) -> str:
